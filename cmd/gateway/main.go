@@ -1,0 +1,218 @@
+// Command gateway runs rankgate: a cluster-aware ranking gateway in front of
+// Redis Cluster. main only wires: config, clients, service, server, signals.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/httpapi"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+// run is main without the process: tests start the real program with it.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, getenv, stderr)
+	default:
+		return fmt.Errorf("unknown command %q (want serve)", cmd)
+	}
+}
+
+// flags are the command-line settings shared by the subcommands.
+type flags struct {
+	config     string
+	listen     string
+	redisAddrs string
+	logLevel   string
+	logFormat  string
+	ready      string
+}
+
+func parseFlags(name string, args []string, getenv func(string) string, stderr io.Writer) (*flags, *config.Config, *slog.Logger, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &flags{}
+	fs.StringVar(&f.config, "config", getenv("RANKGATE_CONFIG"), "path of the YAML config file (env RANKGATE_CONFIG)")
+	fs.StringVar(&f.listen, "listen", "", "listen address, overrides config and RANKGATE_LISTEN")
+	fs.StringVar(&f.redisAddrs, "redis-addrs", "", "comma-separated Redis seeds, overrides config and RANKGATE_REDIS_ADDRS")
+	fs.StringVar(&f.logLevel, "log-level", envOr(getenv, "RANKGATE_LOG_LEVEL", "info"), "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", envOr(getenv, "RANKGATE_LOG_FORMAT", "json"), "json or text")
+	fs.StringVar(&f.ready, "ready-file", "", "write the bound address to this file once serving (for tests and scripts)")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, nil, err
+	}
+	log, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if f.config == "" {
+		return nil, nil, nil, errors.New("-config FILE is required (or RANKGATE_CONFIG)")
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg.ApplyEnv(getenv)
+	if f.listen != "" {
+		cfg.Listen = f.listen
+	}
+	if f.redisAddrs != "" {
+		cfg.Redis.Addrs = strings.Split(f.redisAddrs, ",")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	return f, cfg, log, nil
+}
+
+func envOr(getenv func(string) string, k, def string) string {
+	if v := getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("-log-format must be json or text, not %q", format)
+}
+
+// redisClient builds the primary client from config.
+func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logger) (redis.UniversalClient, error) {
+	return store.NewClient(store.ClientOptions{
+		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(getenv),
+		TLS: tlsConfig(cfg), DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout,
+		WriteTimeout: cfg.Redis.WriteTimeout, PoolSize: cfg.Redis.PoolSize,
+		ReloadInterval: cfg.Redis.ClusterReloadInterval, Cluster: len(cfg.Redis.Addrs) > 1, Logger: log,
+	})
+}
+
+// preload loads the scripts on every node, retrying for a bounded time while
+// the cluster comes up.
+func preload(ctx context.Context, c redis.UniversalClient, log *slog.Logger) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := store.Preload(pctx, c)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("redis not ready: %w", err)
+		}
+		log.Warn("waiting for redis", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	f, cfg, log, err := parseFlags("serve", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	rw, err := redisClient(cfg, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer rw.Close()
+	if err := preload(ctx, rw, log); err != nil {
+		return err
+	}
+	st, err := store.New(rw, nil, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout, Logger: log, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	h, err := httpapi.New(svc, httpapi.Options{Logger: log, Registerer: reg, Gatherer: reg})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	mode := "redis-only"
+	log.Info("rankgate serving", "addr", ln.Addr().String(), "redis", cfg.Redis.Addrs, "families", cfg.FamilyNames, "mode", mode)
+	if f.ready != "" {
+		if err := os.WriteFile(f.ready, []byte(ln.Addr().String()), 0o644); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

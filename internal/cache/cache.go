@@ -1,0 +1,343 @@
+// Package cache is rankgate's best-effort read cache for hot leaderboard
+// reads (DESIGN.md §4 "Cache").
+//
+// A Cache is an expirable LRU plus singleflight: a fresh value is served from
+// memory, and concurrent misses on one key share a single load, so a stampede
+// on a hot board costs one fan-out per TTL per gateway.
+//
+// Rules the cache keeps:
+//   - Freshness is decided with the injected clock (Options.Now); the LRU's own
+//     TTL (Options.MaxTTL, real time) is only a backstop that reclaims memory.
+//   - Errors and uncacheable (partial) answers go back to the callers that
+//     shared the load and are never stored.
+//   - A ttl <= 0 disables caching for that call.
+//   - The shared load runs detached from every caller: a caller that gives up
+//     gets its own ctx.Err(), the others (and the store) are unaffected.
+//   - The cache never turns a successful load into an error.
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+)
+
+// Defaults applied by New to zero-valued Options fields.
+const (
+	DefaultSize        = 10000
+	DefaultMaxTTL      = time.Minute
+	DefaultLoadTimeout = 5 * time.Second
+)
+
+// ErrLoadPanicked is wrapped by the error returned to the callers of a shared
+// load that panicked. The shared load runs on a goroutine no caller owns, where
+// an unrecovered panic would crash the process, so it is recovered, logged with
+// its stack and returned as an error instead.
+var ErrLoadPanicked = errors.New("cache: load panicked")
+
+// errNilLoad is returned by Get when it is called without a load function.
+var errNilLoad = errors.New("cache: nil load function")
+
+// Options configures a Cache. The zero value is usable.
+type Options struct {
+	// Size is the maximum number of entries (LRU bound). 0 means DefaultSize.
+	Size int
+	// MaxTTL is the upper bound of any per-call TTL (longer TTLs are
+	// clamped) and the expirable LRU's own real-time TTL, a backstop that
+	// frees stale entries. 0 means DefaultMaxTTL.
+	MaxTTL time.Duration
+	// Now is the clock used for freshness and Result.StoredAt. nil means
+	// time.Now.
+	Now func() time.Time
+	// LoadTimeout bounds a shared load, which runs detached from the
+	// callers' cancellation. 0 means DefaultLoadTimeout.
+	LoadTimeout time.Duration
+	// Registerer receives the cache's metrics; nil registers nothing.
+	// Registering two caches on the same Registerer fails (the metric names
+	// collide) and New returns that error: give each cache its own registry,
+	// or wrap it with prometheus.WrapRegistererWith and a distinguishing
+	// label.
+	Registerer prometheus.Registerer
+	// Logger logs recovered load panics; nil discards.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Size < 0 {
+		return o, fmt.Errorf("cache: Size must be >= 0, got %d", o.Size)
+	}
+	if o.MaxTTL < 0 {
+		return o, fmt.Errorf("cache: MaxTTL must be >= 0, got %s", o.MaxTTL)
+	}
+	if o.LoadTimeout < 0 {
+		return o, fmt.Errorf("cache: LoadTimeout must be >= 0, got %s", o.LoadTimeout)
+	}
+	if o.Size == 0 {
+		o.Size = DefaultSize
+	}
+	if o.MaxTTL == 0 {
+		o.MaxTTL = DefaultMaxTTL
+	}
+	if o.LoadTimeout == 0 {
+		o.LoadTimeout = DefaultLoadTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// Result says how a value was obtained.
+type Result struct {
+	// Hit is true when the value was served from the cache.
+	Hit bool
+	// Shared is true when the value (or error) came from a load started by
+	// another caller of the same key.
+	Shared bool
+	// StoredAt is when the value was loaded (the load's start time, by the
+	// injected clock): the answer is at least this fresh. Use it for "as_of"
+	// and Cache-Control max-age. Zero when an error is returned.
+	StoredAt time.Time
+}
+
+// LoadFunc loads the value for a key. cacheable=false marks an answer that
+// may be returned but must not be stored (e.g. a partial result).
+type LoadFunc[V any] func(ctx context.Context) (value V, cacheable bool, err error)
+
+// Cache is a best-effort, size-bounded read cache with per-call TTLs and
+// singleflight loads. It is safe for concurrent use.
+type Cache[V any] struct {
+	lru         *expirable.LRU[entryKey, *entry[V]]
+	group       singleflight.Group
+	now         func() time.Time
+	maxTTL      time.Duration
+	loadTimeout time.Duration
+	logger      *slog.Logger
+	metrics     *metrics
+
+	// purging is > 0 while Purge runs, so its removals are not counted as
+	// evictions.
+	purging atomic.Int32
+
+	// testHookJoined, if set, is called by Get after it has joined (or
+	// started) a shared load and before it waits for it. Tests only.
+	testHookJoined func()
+}
+
+// entryKey is the LRU key. The family is part of it, so equal keys of two
+// families never serve each other's values, and the eviction callback knows
+// which family to count.
+type entryKey struct {
+	family, key string
+}
+
+type entry[V any] struct {
+	value     V
+	storedAt  time.Time
+	expiresAt time.Time
+}
+
+// loaded is what a shared load hands to every caller that waited on it.
+type loaded[V any] struct {
+	value    V
+	storedAt time.Time
+	hit      bool // found fresh in the cache when the flight started
+}
+
+// New builds a Cache. It returns an error for invalid options or when the
+// metrics cannot be registered (for example, on a Registerer that already
+// holds another cache's metrics).
+//
+// The expirable LRU starts a cleanup goroutine that lives as long as the
+// process (golang-lru v2 has no Close); create caches at startup, not per
+// request.
+func New[V any](opts Options) (*Cache[V], error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache[V]{
+		now:         opts.Now,
+		maxTTL:      opts.MaxTTL,
+		loadTimeout: opts.LoadTimeout,
+		logger:      opts.Logger,
+	}
+	c.lru = expirable.NewLRU(opts.Size, c.onEvict, opts.MaxTTL)
+	c.metrics = newMetrics(c.Len)
+	if err := c.metrics.register(opts.Registerer); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Get returns the cached value for key if it is fresh (younger than ttl, and
+// than the ttl it was stored with); otherwise it runs load once for all
+// concurrent callers of the same family and key (singleflight).
+//
+// ttl <= 0 disables caching for this call: load runs directly on the caller's
+// ctx, without singleflight, and nothing is stored. ttl > MaxTTL is clamped.
+//
+// A shared load runs with context.WithoutCancel(ctx) bounded by LoadTimeout,
+// where ctx is that of the caller that started it: a caller whose ctx ends
+// while waiting gets ctx.Err(), and the load carries on for the others (and
+// is stored if it succeeds). Errors and !cacheable values are returned to the
+// callers that shared the load, never stored. family labels the metrics and
+// scopes the key.
+func (c *Cache[V]) Get(ctx context.Context, family, key string, ttl time.Duration, load LoadFunc[V]) (V, Result, error) {
+	var zero V
+	if load == nil {
+		return zero, Result{}, errNilLoad
+	}
+	if ttl <= 0 {
+		storedAt := c.now()
+		v, _, err := load(ctx)
+		if err != nil {
+			return zero, Result{}, err
+		}
+		return v, Result{StoredAt: storedAt}, nil
+	}
+	ttl = min(ttl, c.maxTTL)
+	fm := c.metrics.family(family)
+	k := entryKey{family: family, key: key}
+
+	if e, ok := c.fresh(k, ttl); ok {
+		fm.hit.Inc()
+		return e.value, Result{Hit: true, StoredAt: e.storedAt}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		fm.miss.Inc()
+		return zero, Result{}, err
+	}
+
+	// leader is written by the flight's goroutine only if this caller's
+	// function is the one that runs; the channel receive below orders that
+	// write before our read.
+	leader := false
+	ch := c.group.DoChan(flightKey(family, key), func() (any, error) {
+		leader = true
+		return c.runLoad(ctx, fm, k, ttl, load)
+	})
+	if hook := c.testHookJoined; hook != nil {
+		hook()
+	}
+
+	select {
+	case <-ctx.Done():
+		fm.miss.Inc()
+		return zero, Result{}, ctx.Err()
+	case r := <-ch:
+		res := Result{Shared: !leader}
+		if res.Shared {
+			fm.shared.Inc()
+		}
+		if r.Err != nil {
+			fm.miss.Inc()
+			return zero, res, r.Err
+		}
+		l, ok := r.Val.(loaded[V])
+		if !ok { // unreachable: runLoad returns loaded[V] whenever err is nil
+			fm.miss.Inc()
+			return zero, res, fmt.Errorf("cache: internal: unexpected flight value %T", r.Val)
+		}
+		res.Hit, res.StoredAt = l.hit, l.storedAt
+		if res.Hit {
+			fm.hit.Inc()
+		} else {
+			fm.miss.Inc()
+		}
+		return l.value, res, nil
+	}
+}
+
+// Len returns the number of entries held, including entries that are stale
+// by the injected clock but not yet reclaimed by the LRU.
+func (c *Cache[V]) Len() int { return c.lru.Len() }
+
+// Purge removes every entry. Removals by Purge are not counted as evictions.
+// Loads in flight are not affected and may store their result afterwards.
+func (c *Cache[V]) Purge() {
+	c.purging.Add(1)
+	defer c.purging.Add(-1)
+	c.lru.Purge()
+}
+
+// fresh returns the entry for k if it exists and is fresh at c.now() for a
+// caller asking for ttl.
+func (c *Cache[V]) fresh(k entryKey, ttl time.Duration) (*entry[V], bool) {
+	e, ok := c.lru.Get(k)
+	if !ok || e == nil {
+		return nil, false
+	}
+	now := c.now()
+	if !now.Before(e.expiresAt) || !now.Before(e.storedAt.Add(ttl)) {
+		return nil, false
+	}
+	return e, true
+}
+
+// runLoad is the body of a shared load. It never panics and always returns
+// a loaded[V] when err is nil.
+func (c *Cache[V]) runLoad(ctx context.Context, fm *familyMetrics, k entryKey, ttl time.Duration, load LoadFunc[V]) (any, error) {
+	// A caller that missed just before the previous flight stored and
+	// finished would otherwise load again.
+	if e, ok := c.fresh(k, ttl); ok {
+		return loaded[V]{value: e.value, storedAt: e.storedAt, hit: true}, nil
+	}
+
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.loadTimeout)
+	defer cancel()
+	start := c.now()
+	v, cacheable, err := c.safeLoad(lctx, k, load)
+	switch {
+	case err != nil:
+		fm.errored.Inc()
+		return nil, err
+	case !cacheable:
+		fm.uncacheable.Inc()
+	default:
+		c.lru.Add(k, &entry[V]{value: v, storedAt: start, expiresAt: start.Add(ttl)})
+		fm.stored.Inc()
+	}
+	return loaded[V]{value: v, storedAt: start}, nil
+}
+
+// safeLoad calls load, turning a panic into an error wrapping ErrLoadPanicked.
+func (c *Cache[V]) safeLoad(ctx context.Context, k entryKey, load LoadFunc[V]) (v V, cacheable bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.Error("cache load panicked",
+				"family", k.family, "key", k.key, "panic", r, "stack", string(debug.Stack()))
+			var zero V
+			v, cacheable, err = zero, false, fmt.Errorf("%w: %v", ErrLoadPanicked, r)
+		}
+	}()
+	return load(ctx)
+}
+
+// onEvict is the LRU's eviction callback. It runs under the LRU's lock for
+// capacity evictions, backstop expiries and Purge; only the first two count.
+// (Purge is flagged by c.purging; an expiry that the background cleanup
+// happens to run at the very instant a Purge starts may go uncounted.)
+func (c *Cache[V]) onEvict(k entryKey, _ *entry[V]) {
+	if c.purging.Load() > 0 {
+		return
+	}
+	c.metrics.family(k.family).evicted.Inc()
+}
+
+// flightKey scopes singleflight keys by family, like the LRU key. It
+// allocates, so it is only built on a miss.
+func flightKey(family, key string) string {
+	return family + "\x00" + key
+}

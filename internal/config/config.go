@@ -1,0 +1,345 @@
+// Package config loads, defaults and validates rankgate's YAML configuration
+// (the format of rankgate.example.yaml).
+//
+// Decoding is strict: an unknown key anywhere, a duplicate key, or a value of
+// the wrong type is an error naming the full dotted key path
+// (families.learning.dimensions.national.shardz: unknown key). Every
+// validation error names its key too; all errors are reported at once, joined
+// with errors.Join, each a *FieldError.
+//
+// Defaults are the values of the example file. Family keys the example sets
+// on every family have these defaults: source events, aggregate sum (events
+// families only), order desc, period week, timezone UTC, week_start monday,
+// grace 5m, retention 1080h, cache_ttl 1s, tie member, rank competition,
+// rules_version "1", max_points 2^53−1 (tie member) or 8388607 with
+// seq_capacity 2^30 (tie first). A dimension's shards default to 1.
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	// Period boundaries depend on time zones: embed the database so the
+	// gateway does not depend on the host's /usr/share/zoneinfo.
+	_ "time/tzdata"
+)
+
+// Enum values.
+const (
+	SourceEvents     = "events"
+	SourceProjection = "projection"
+
+	AggregateSum = "sum"
+	AggregateMax = "max"
+	AggregateMin = "min"
+
+	OrderDesc = "desc"
+	OrderAsc  = "asc"
+
+	PeriodDay   = "day"
+	PeriodWeek  = "week"
+	PeriodMonth = "month"
+	PeriodAll   = "all"
+
+	TieMember = "member"
+	TieFirst  = "first"
+
+	RankOrdinal     = "ordinal"
+	RankCompetition = "competition"
+
+	ScopeRead  = "read"
+	ScopeWrite = "write"
+	ScopeAdmin = "admin"
+
+	// DimNational is the dimension every family has; it takes no value.
+	DimNational = "national"
+)
+
+// Score bounds.
+const (
+	// ScoreLimit is 2^53: every stored score must stay within ±ScoreLimit,
+	// where float64 (the Redis score type) is still exact.
+	ScoreLimit int64 = 1 << 53
+	// MaxPointsLimit is the largest max_points (2^53 − 1).
+	MaxPointsLimit int64 = ScoreLimit - 1
+	// DefaultTieFirstMaxPoints and DefaultSeqCapacity are the tie "first"
+	// defaults: (8388607 + 1) × 2^30 = 2^53.
+	DefaultTieFirstMaxPoints int64 = 1<<23 - 1
+	DefaultSeqCapacity       int64 = 1 << 30
+)
+
+// Environment variables read by ApplyEnv.
+const (
+	EnvListen      = "RANKGATE_LISTEN"
+	EnvRedisAddrs  = "RANKGATE_REDIS_ADDRS" // comma-separated
+	EnvRedisPrefix = "RANKGATE_REDIS_PREFIX"
+)
+
+// Config is the whole configuration.
+type Config struct {
+	Listen string
+	Redis  Redis
+	Ledger Ledger
+	Auth   Auth
+	Limits Limits
+	// Families by name; FamilyNames lists the names sorted.
+	Families    map[string]*Family
+	FamilyNames []string
+}
+
+// Redis holds the connection settings.
+type Redis struct {
+	Addrs        []string // cluster seeds, or one standalone node
+	Prefix       string   // key prefix, [a-z0-9_]{1,16}
+	Username     string   // ACL user, empty: default
+	PasswordEnv  string   // name of the env var holding the password; empty: none
+	TLS          bool
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	ReplicaReads bool // allow consistency=replica
+	WaitReplicas int  // WAIT n after writes; 0: off
+	// ClusterReloadInterval is how often the cluster slot map is reloaded
+	// (go-redis ClusterStateReloadInterval; its 60 s default is far too slow
+	// after a failover, DESIGN §8). 100ms..2s.
+	ClusterReloadInterval time.Duration
+	PoolSize              int // 0: go-redis default
+}
+
+// Ledger holds the PostgreSQL ledger settings.
+type Ledger struct {
+	DSNEnv string // env var with the DSN; empty: Redis-only mode
+}
+
+// Auth holds the bearer tokens.
+type Auth struct {
+	Tokens []Token
+}
+
+// Token is one bearer token, read from an env var, and its scopes.
+type Token struct {
+	TokenEnv string
+	Scopes   []string // non-empty subset of read, write, admin
+}
+
+// Limits are the request bounds.
+type Limits struct {
+	MaxTop    int
+	MaxOffset int
+	MaxRadius int
+	MaxBatch  int
+	MaxLookup int
+}
+
+// Family is one kind of board with one rule set.
+type Family struct {
+	Name      string
+	Source    string // events | projection
+	Aggregate string // sum | max | min for events families; empty for projection families
+	Order     string // desc | asc
+	Period    string // day | week | month | all
+	Location  *time.Location
+	WeekStart time.Weekday
+	Grace     time.Duration // late-event window after the period ends
+	Retention time.Duration // key TTL after archive
+	CacheTTL  time.Duration // 0: no cache
+	Tie       string        // member | first
+	Rank      string        // ordinal | competition
+	MaxPoints int64         // |points| bound
+	// SeqCapacity is B, the achievements per period under tie "first";
+	// 0 under tie "member".
+	SeqCapacity  int64
+	RulesVersion string
+	// Dimensions by type; "national" is always present.
+	Dimensions map[string]Dimension
+	// DimensionTypes lists the non-national dimension types, sorted.
+	DimensionTypes []string
+}
+
+// Dimension is one business cut of a family.
+type Dimension struct {
+	Shards int
+}
+
+// FieldError is one configuration error, naming its dotted key path.
+type FieldError struct {
+	Key string // e.g. families.learning.dimensions.national.shards
+	Msg string
+}
+
+func (e *FieldError) Error() string {
+	if e.Key == "" {
+		return "(root): " + e.Msg
+	}
+	return e.Key + ": " + e.Msg
+}
+
+// Default returns the configuration with every default set and no families.
+func Default() *Config {
+	return &Config{
+		Listen: "127.0.0.1:8080",
+		Redis: Redis{
+			Addrs:                 []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},
+			Prefix:                "rk",
+			DialTimeout:           2 * time.Second,
+			ReadTimeout:           500 * time.Millisecond,
+			WriteTimeout:          500 * time.Millisecond,
+			ReplicaReads:          true,
+			ClusterReloadInterval: time.Second,
+		},
+		Limits: Limits{
+			MaxTop:    1000,
+			MaxOffset: 10000,
+			MaxRadius: 100,
+			MaxBatch:  1000,
+			MaxLookup: 1000,
+		},
+		Families: map[string]*Family{},
+	}
+}
+
+// defaultFamily returns a family with the defaults that do not depend on
+// other keys (aggregate, max_points and seq_capacity are filled after
+// decoding, once source and tie are known).
+func defaultFamily(name string) *Family {
+	return &Family{
+		Name:         name,
+		Source:       SourceEvents,
+		Order:        OrderDesc,
+		Period:       PeriodWeek,
+		Location:     time.UTC,
+		WeekStart:    time.Monday,
+		Grace:        5 * time.Minute,
+		Retention:    1080 * time.Hour,
+		CacheTTL:     time.Second,
+		Tie:          TieMember,
+		Rank:         RankCompetition,
+		RulesVersion: "1",
+	}
+}
+
+// Load reads and parses the file at path (see Parse).
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes one YAML document strictly, fills defaults and validates.
+// The error joins every problem found, each a *FieldError naming its key.
+func Parse(data []byte) (*Config, error) {
+	c, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ApplyEnv overrides settings from the environment: RANKGATE_LISTEN,
+// RANKGATE_REDIS_ADDRS (comma list) and RANKGATE_REDIS_PREFIX. Unset or
+// blank variables change nothing. A nil getenv means os.Getenv. Call
+// Validate afterwards.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if v := strings.TrimSpace(getenv(EnvListen)); v != "" {
+		c.Listen = v
+	}
+	if v := strings.TrimSpace(getenv(EnvRedisAddrs)); v != "" {
+		var addrs []string
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				addrs = append(addrs, a)
+			}
+		}
+		c.Redis.Addrs = addrs
+	}
+	if v := strings.TrimSpace(getenv(EnvRedisPrefix)); v != "" {
+		c.Redis.Prefix = v
+	}
+}
+
+// ListenIsLoopback reports whether Listen binds a loopback address only
+// (127.0.0.0/8, ::1 or localhost). An empty host (":8080") binds every
+// interface and is not loopback.
+func (c *Config) ListenIsLoopback() bool {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Family returns the named family.
+func (c *Config) Family(name string) (*Family, bool) {
+	f, ok := c.Families[name]
+	return f, ok && f != nil
+}
+
+// Password returns the Redis password from the env var PasswordEnv names
+// ("" when none is configured). A nil getenv means os.Getenv.
+func (r Redis) Password(getenv func(string) string) string {
+	return lookup(r.PasswordEnv, getenv)
+}
+
+// DSN returns the ledger DSN from the env var DSNEnv names ("" when none is
+// configured: Redis-only mode). A nil getenv means os.Getenv.
+func (l Ledger) DSN(getenv func(string) string) string {
+	return lookup(l.DSNEnv, getenv)
+}
+
+// Value returns the token from the env var TokenEnv names. A nil getenv
+// means os.Getenv.
+func (t Token) Value(getenv func(string) string) string {
+	return lookup(t.TokenEnv, getenv)
+}
+
+// Allows reports whether the token carries scope.
+func (t Token) Allows(scope string) bool { return slices.Contains(t.Scopes, scope) }
+
+func lookup(name string, getenv func(string) string) string {
+	if name == "" {
+		return ""
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return getenv(name)
+}
+
+// Desc reports whether higher points rank first (order desc).
+func (f *Family) Desc() bool { return f.Order == OrderDesc }
+
+// TieFirst reports whether equal points are ordered by who reached them first.
+func (f *Family) TieFirst() bool { return f.Tie == TieFirst }
+
+// Competition reports whether ranks are competition ranks (1, 2, 2, 4).
+func (f *Family) Competition() bool { return f.Rank == RankCompetition }
+
+// Projection reports whether the family takes projections instead of events.
+func (f *Family) Projection() bool { return f.Source == SourceProjection }
+
+// Shards returns the shard count of a dimension type ("national", "province",
+// ...) and whether the family declares it.
+func (f *Family) Shards(dimType string) (int, bool) {
+	d, ok := f.Dimensions[dimType]
+	return d.Shards, ok
+}

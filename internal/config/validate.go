@@ -1,0 +1,290 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	familyNameRe = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+	dimTypeRe    = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+	prefixRe     = regexp.MustCompile(`^[a-z0-9_]{1,16}$`)
+	envNameRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	rulesRe      = regexp.MustCompile(`^[\x21-\x7e]{1,64}$`)
+)
+
+// Bounds checked by Validate.
+const (
+	maxTimeout       = time.Minute
+	minClusterReload = 100 * time.Millisecond
+	maxClusterReload = 2 * time.Second
+	maxWaitReplicas  = 5
+	maxPoolSize      = 10000
+	maxShards        = 1024
+	maxTopCap        = 10000
+	maxOffsetCap     = 1_000_000
+	maxRadiusCap     = 1000
+	maxBatchCap      = 10000
+	maxLookupCap     = 10000
+)
+
+// validator collects field errors.
+type validator struct{ errs []error }
+
+func (v *validator) errorf(key, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) oneOf(key, val string, allowed ...string) {
+	if !slices.Contains(allowed, val) {
+		v.errorf(key, "%q is not one of %s", val, strings.Join(allowed, ", "))
+	}
+}
+
+func (v *validator) intRange(key string, val, lo, hi int) {
+	if val < lo || val > hi {
+		v.errorf(key, "%d is out of range %d..%d", val, lo, hi)
+	}
+}
+
+func (v *validator) envName(key, val string) {
+	if val != "" && !envNameRe.MatchString(val) {
+		v.errorf(key, "%q is not an environment variable name", val)
+	}
+}
+
+// Validate checks every setting and reports all problems at once, joined,
+// each a *FieldError naming its key. It also fills the derived fields
+// FamilyNames, Family.DimensionTypes and an empty Family.Name, so a Config
+// built in code is usable after a successful Validate.
+func (c *Config) Validate() error {
+	v := &validator{}
+
+	if _, err := checkHostPort(c.Listen, true); err != nil {
+		v.errorf("listen", "%v", err)
+	}
+	c.validateRedis(v)
+	v.envName("ledger.dsn_env", c.Ledger.DSNEnv)
+	c.validateAuth(v)
+	c.validateLimits(v)
+
+	c.FamilyNames = sortedKeys(c.Families)
+	if len(c.Families) == 0 {
+		v.errorf("families", "at least one family is required")
+	}
+	for _, name := range c.FamilyNames {
+		validateFamily(v, name, c.Families[name])
+	}
+	return errors.Join(v.errs...)
+}
+
+func (c *Config) validateRedis(v *validator) {
+	r := c.Redis
+	if len(r.Addrs) == 0 {
+		v.errorf("redis.addrs", "at least one address is required")
+	}
+	seen := map[string]bool{}
+	for i, a := range r.Addrs {
+		key := fmt.Sprintf("redis.addrs[%d]", i)
+		if _, err := checkHostPort(a, false); err != nil {
+			v.errorf(key, "%v", err)
+		} else if seen[a] {
+			v.errorf(key, "duplicate address %q", a)
+		}
+		seen[a] = true
+	}
+	if !prefixRe.MatchString(r.Prefix) {
+		v.errorf("redis.prefix", "%q must match [a-z0-9_]{1,16}", r.Prefix)
+	}
+	v.envName("redis.password_env", r.PasswordEnv)
+	for _, t := range []struct {
+		key string
+		d   time.Duration
+	}{
+		{"redis.dial_timeout", r.DialTimeout},
+		{"redis.read_timeout", r.ReadTimeout},
+		{"redis.write_timeout", r.WriteTimeout},
+	} {
+		if t.d <= 0 || t.d > maxTimeout {
+			v.errorf(t.key, "%s must be > 0 and ≤ %s", t.d, maxTimeout)
+		}
+	}
+	v.intRange("redis.wait_replicas", r.WaitReplicas, 0, maxWaitReplicas)
+	if d := r.ClusterReloadInterval; d < minClusterReload || d > maxClusterReload {
+		v.errorf("redis.cluster_reload_interval", "%s is out of range %s..%s (a slow reload keeps dialling a dead master after failover)",
+			d, minClusterReload, maxClusterReload)
+	}
+	v.intRange("redis.pool_size", r.PoolSize, 0, maxPoolSize)
+}
+
+func (c *Config) validateAuth(v *validator) {
+	seen := map[string]bool{}
+	for i, t := range c.Auth.Tokens {
+		key := fmt.Sprintf("auth.tokens[%d]", i)
+		switch {
+		case t.TokenEnv == "":
+			v.errorf(key+".token_env", "is required")
+		case seen[t.TokenEnv]:
+			v.errorf(key+".token_env", "duplicate token_env %q", t.TokenEnv)
+		default:
+			v.envName(key+".token_env", t.TokenEnv)
+		}
+		seen[t.TokenEnv] = true
+		if len(t.Scopes) == 0 {
+			v.errorf(key+".scopes", "at least one of read, write, admin is required")
+		}
+		for j, s := range t.Scopes {
+			skey := fmt.Sprintf("%s.scopes[%d]", key, j)
+			v.oneOf(skey, s, ScopeRead, ScopeWrite, ScopeAdmin)
+			if slices.Index(t.Scopes, s) < j {
+				v.errorf(skey, "duplicate scope %q", s)
+			}
+		}
+	}
+	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !c.ListenIsLoopback() {
+		v.errorf("auth.tokens", "required: listen %q is not loopback-only, and without tokens the gateway is open only on loopback", c.Listen)
+	}
+}
+
+func (c *Config) validateLimits(v *validator) {
+	l := c.Limits
+	v.intRange("limits.max_top", l.MaxTop, 1, maxTopCap)
+	v.intRange("limits.max_offset", l.MaxOffset, 1, maxOffsetCap)
+	v.intRange("limits.max_radius", l.MaxRadius, 1, maxRadiusCap)
+	v.intRange("limits.max_batch", l.MaxBatch, 1, maxBatchCap)
+	v.intRange("limits.max_lookup", l.MaxLookup, 1, maxLookupCap)
+}
+
+func validateFamily(v *validator, name string, f *Family) {
+	p := "families." + name
+	if !familyNameRe.MatchString(name) {
+		v.errorf(p, "invalid family name %q: must match [a-z0-9_-]{1,32}", name)
+	}
+	if f == nil {
+		v.errorf(p, "is empty")
+		return
+	}
+	if f.Name == "" {
+		f.Name = name
+	} else if f.Name != name {
+		v.errorf(p, "Name %q does not match its key", f.Name)
+	}
+
+	v.oneOf(p+".source", f.Source, SourceEvents, SourceProjection)
+	if f.Source == SourceProjection {
+		if f.Aggregate != "" {
+			v.errorf(p+".aggregate", "only used with source: events (a projection sets the absolute total)")
+		}
+	} else {
+		v.oneOf(p+".aggregate", f.Aggregate, AggregateSum, AggregateMax, AggregateMin)
+	}
+	v.oneOf(p+".order", f.Order, OrderDesc, OrderAsc)
+	v.oneOf(p+".period", f.Period, PeriodDay, PeriodWeek, PeriodMonth, PeriodAll)
+	if f.Location == nil {
+		v.errorf(p+".timezone", "is required")
+	}
+	if f.WeekStart < time.Sunday || f.WeekStart > time.Saturday {
+		v.errorf(p+".week_start", "%d is not a weekday", f.WeekStart)
+	}
+	if f.Grace < 0 {
+		v.errorf(p+".grace", "%s must be ≥ 0", f.Grace)
+	}
+	if f.Retention <= 0 {
+		v.errorf(p+".retention", "%s must be > 0", f.Retention)
+	}
+	if f.CacheTTL < 0 {
+		v.errorf(p+".cache_ttl", "%s must be ≥ 0 (0 disables the cache)", f.CacheTTL)
+	}
+	v.oneOf(p+".tie", f.Tie, TieMember, TieFirst)
+	v.oneOf(p+".rank", f.Rank, RankOrdinal, RankCompetition)
+	if !rulesRe.MatchString(f.RulesVersion) {
+		v.errorf(p+".rules_version", "%q must be 1..64 printable characters without spaces", f.RulesVersion)
+	}
+	validateScore(v, p, f)
+	validateDimensions(v, p, f)
+}
+
+// validateScore checks the score bound: under tie "first" every score
+// points × B + (B − 1 − seq), |points| ≤ max_points, 0 ≤ seq < B, must stay
+// within ±2^53, i.e. (max_points + 1) × B ≤ 2^53.
+func validateScore(v *validator, p string, f *Family) {
+	if f.MaxPoints < 1 || f.MaxPoints > MaxPointsLimit {
+		v.errorf(p+".max_points", "%d is out of range 1..%d (2^53 − 1)", f.MaxPoints, MaxPointsLimit)
+		return
+	}
+	switch f.Tie {
+	case TieFirst:
+		b := f.SeqCapacity
+		if b < 2 {
+			v.errorf(p+".seq_capacity", "%d must be ≥ 2", b)
+			return
+		}
+		// (max_points + 1) × B ≤ 2^53  ⇔  max_points + 1 ≤ ⌊2^53 / B⌋ (no overflow).
+		if limit := ScoreLimit / b; f.MaxPoints+1 > limit {
+			var fixes []string
+			if limit >= 2 {
+				fixes = append(fixes, fmt.Sprintf("max_points ≤ %d", limit-1))
+			}
+			if bMax := ScoreLimit / (f.MaxPoints + 1); bMax >= 2 {
+				fixes = append(fixes, fmt.Sprintf("seq_capacity ≤ %d", bMax))
+			}
+			if len(fixes) == 0 {
+				fixes = append(fixes, "tie: member")
+			}
+			v.errorf(p+".seq_capacity",
+				"max_points (%d) × seq_capacity (%d) leaves ±2^53: tie first needs (max_points + 1) × seq_capacity ≤ 2^53 (%d); use %s",
+				f.MaxPoints, b, ScoreLimit, strings.Join(fixes, " or "))
+		}
+	default:
+		if f.SeqCapacity != 0 {
+			v.errorf(p+".seq_capacity", "only used with tie: first")
+		}
+	}
+}
+
+func validateDimensions(v *validator, p string, f *Family) {
+	f.DimensionTypes = nil
+	if _, ok := f.Dimensions[DimNational]; !ok {
+		v.errorf(p+".dimensions."+DimNational, "is required")
+	}
+	for _, t := range sortedKeys(f.Dimensions) {
+		key := p + ".dimensions." + t
+		if !dimTypeRe.MatchString(t) {
+			v.errorf(key, "invalid dimension type %q: must match [a-z0-9_]{1,32}", t)
+		}
+		v.intRange(key+".shards", f.Dimensions[t].Shards, 1, maxShards)
+		if t != DimNational {
+			f.DimensionTypes = append(f.DimensionTypes, t)
+		}
+	}
+}
+
+// checkHostPort checks host:port; an empty host is allowed only for a listen
+// address, port 0 likewise (an ephemeral port, for tests).
+func checkHostPort(s string, listen bool) (string, error) {
+	if s == "" {
+		return "", errors.New("is required (host:port)")
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is not host:port", s)
+	}
+	if host == "" && !listen {
+		return "", fmt.Errorf("%q has no host", s)
+	}
+	lo := 1
+	if listen {
+		lo = 0
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < lo || n > 65535 {
+		return "", fmt.Errorf("%q has an invalid port (want %d..65535)", s, lo)
+	}
+	return host, nil
+}

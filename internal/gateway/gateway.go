@@ -1,0 +1,252 @@
+// Package gateway is rankgate's orchestration: it resolves boards, fans
+// per-shard reads out and merges them exactly, plans pipelined writes, and
+// applies the period rules. It knows no net/http (internal/httpapi does) and
+// builds no keys (internal/shard does).
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/period"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// Backend is the Redis work the gateway needs; *store.Store implements it and
+// tests substitute fakes that fail or block on cue.
+type Backend interface {
+	Write(ctx context.Context, ws []store.Write) []store.WriteResult
+	Seek(ctx context.Context, key string, a store.SeekArgs, replica bool) (store.SeekResult, error)
+	Positions(ctx context.Context, key string, probes []store.Probe, replica bool) (store.Positions, error)
+	Scores(ctx context.Context, key string, members []string, replica bool) ([]int64, []bool, error)
+	Count(ctx context.Context, key string, lo, hi int64, replica bool) (int64, error)
+	EnsurePeriod(ctx context.Context, pk shard.PeriodKeys, shards map[string]int, rules string, nowMs int64) (store.PeriodState, error)
+	Period(ctx context.Context, pk shard.PeriodKeys) (store.PeriodState, error)
+	RegisterBoards(ctx context.Context, pk shard.PeriodKeys, dims []string) error
+	TakeSeq(ctx context.Context, pk shard.PeriodKeys, n int64) (int64, error)
+	RecordLate(ctx context.Context, pk shard.PeriodKeys, e store.LateEvent) (string, error)
+	PutProfile(ctx context.Context, key string, fields map[string]string) error
+	Profiles(ctx context.Context, keys []string, replica bool) ([]map[string]string, error)
+	Ready(ctx context.Context) error
+}
+
+var _ Backend = (*store.Store)(nil)
+
+// MaxFuture is how far ahead of now an event's `at` may lie.
+const MaxFuture = 5 * time.Minute
+
+// Options configure a Service.
+type Options struct {
+	Config     *config.Config
+	Backend    Backend
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Now        func() time.Time
+	// ShardTimeout bounds each per-shard call of a fan-out (default 1s).
+	ShardTimeout time.Duration
+}
+
+// family is a configured family with what the hot path derives from it.
+type family struct {
+	cfg  *config.Family
+	enc  rank.Encoding
+	spec period.Spec
+	mode rank.RankMode
+	agg  string // sum | gt | lt in stored space
+}
+
+// Service implements every API operation.
+type Service struct {
+	cfg      *config.Config
+	be       Backend
+	layout   shard.Layout
+	log      *slog.Logger
+	now      func() time.Time
+	timeout  time.Duration
+	families map[string]*family
+	m        *metrics
+
+	periods sync.Map // "family/period" → map[string]int (recorded shard counts)
+	boards  sync.Map // "family/period/dimension" → struct{} (registered in the period's set)
+}
+
+// New builds a Service.
+func New(o Options) (*Service, error) {
+	if o.Config == nil || o.Backend == nil {
+		return nil, errors.New("gateway: config and backend are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ShardTimeout <= 0 {
+		o.ShardTimeout = time.Second
+	}
+	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg: o.Config, be: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
+		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
+	}
+	for name, f := range o.Config.Families {
+		fam := &family{cfg: f, enc: rank.Encoding{B: f.SeqCapacity, Asc: !f.Desc(), MaxPoints: f.MaxPoints},
+			spec: period.Spec{Kind: period.Kind(f.Period), Loc: f.Location, WeekStart: f.WeekStart}}
+		if !f.TieFirst() {
+			fam.enc.B = 0
+		}
+		if f.Competition() {
+			fam.mode = rank.Competition
+		}
+		switch {
+		case f.Aggregate == config.AggregateMax && f.Desc(), f.Aggregate == config.AggregateMin && !f.Desc():
+			fam.agg = "gt"
+		case f.Aggregate == config.AggregateMax, f.Aggregate == config.AggregateMin:
+			fam.agg = "lt"
+		default:
+			fam.agg = "sum"
+		}
+		if err := fam.spec.Validate(); err != nil {
+			return nil, err
+		}
+		s.families[name] = fam
+	}
+	return s, nil
+}
+
+// Ready reports whether Redis can serve.
+func (s *Service) Ready(ctx context.Context) error { return s.be.Ready(ctx) }
+
+func (s *Service) family(name string) (*family, error) {
+	if !rank.ValidFamily(name) {
+		return nil, rank.Invalid("family", "family must match [a-z0-9_-]{1,32}")
+	}
+	f, ok := s.families[name]
+	if !ok {
+		return nil, rank.Errorf(rank.CodeUnknownFamily, "unknown family %q", name)
+	}
+	return f, nil
+}
+
+// board is a resolved board: its family, period and shard count.
+type board struct {
+	fam    *family
+	b      shard.Board
+	period period.Period
+	n      int
+}
+
+func (b *board) name() string { return b.b.String() }
+
+// resolve validates a board reference and finds its shard count.
+func (s *Service) resolve(ctx context.Context, ref BoardRef) (*board, error) {
+	f, err := s.family(ref.Family)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.periodOf(f, ref.Period)
+	if err != nil {
+		return nil, err
+	}
+	t, v, ok := shard.ParseDimension(ref.Dimension)
+	if !ok {
+		return nil, rank.Invalid("dimension", "dimension must be national or <type>:<value>")
+	}
+	if t != shard.National {
+		if !rank.ValidDimType(t) {
+			return nil, rank.Invalid("dimension", "dimension type must match [a-z0-9_]{1,32}")
+		}
+		if !rank.ValidDimValue(v) {
+			return nil, rank.Invalid("dimension", "dimension value must match [A-Za-z0-9_.-]{1,64}")
+		}
+	}
+	if _, ok := f.cfg.Dimensions[t]; !ok {
+		return nil, rank.Errorf(rank.CodeUnknownBoard, "family %s has no dimension %q", f.cfg.Name, t)
+	}
+	b := &board{fam: f, b: shard.Board{Family: f.cfg.Name, Period: p.ID, DimType: t, DimValue: v}, period: p}
+	shards, err := s.shardCounts(ctx, f, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	b.n = shards[t]
+	return b, nil
+}
+
+// periodOf resolves "current" or validates a period id.
+func (s *Service) periodOf(f *family, id string) (period.Period, error) {
+	if id == "current" || id == "" {
+		return f.spec.At(s.now()), nil
+	}
+	p, err := f.spec.Parse(id)
+	if err != nil {
+		return period.Period{}, rank.Invalid("period", "%v", err)
+	}
+	return p, nil
+}
+
+// shardCounts returns the shard count of every dimension type of a family
+// period: as recorded at its first write, else as configured now.
+func (s *Service) shardCounts(ctx context.Context, f *family, periodID string) (map[string]int, error) {
+	key := f.cfg.Name + "/" + periodID
+	if v, ok := s.periods.Load(key); ok {
+		return v.(map[string]int), nil
+	}
+	st, err := s.be.Period(ctx, s.layout.Period(f.cfg.Name, periodID))
+	if err != nil {
+		return nil, rank.Unavailable(err, "reading period %s", key)
+	}
+	return s.mergeShards(key, f, st), nil
+}
+
+// mergeShards fills configured counts for types the period has not recorded,
+// and caches the result once the period exists.
+func (s *Service) mergeShards(key string, f *family, st store.PeriodState) map[string]int {
+	out := make(map[string]int, len(f.cfg.Dimensions))
+	complete := st.Exists
+	for t, d := range f.cfg.Dimensions {
+		if n, ok := st.Shards[t]; ok {
+			out[t] = n
+		} else {
+			out[t] = d.Shards
+			complete = false
+		}
+	}
+	if complete {
+		s.periods.Store(key, out)
+	}
+	return out
+}
+
+// ensurePeriod records the period's shard counts at its first write.
+func (s *Service) ensurePeriod(ctx context.Context, f *family, periodID string) (map[string]int, error) {
+	key := f.cfg.Name + "/" + periodID
+	if v, ok := s.periods.Load(key); ok {
+		return v.(map[string]int), nil
+	}
+	want := make(map[string]int, len(f.cfg.Dimensions))
+	for t, d := range f.cfg.Dimensions {
+		want[t] = d.Shards
+	}
+	st, err := s.be.EnsurePeriod(ctx, s.layout.Period(f.cfg.Name, periodID), want, f.cfg.RulesVersion, s.now().UnixMilli())
+	if err != nil {
+		return nil, rank.Unavailable(err, "recording period %s", key)
+	}
+	return s.mergeShards(key, f, st), nil
+}
+
+// closedAt reports whether writes to p are refused at now by time: past its
+// end plus the family's grace window.
+func (f *family) closedAt(p period.Period, now time.Time) bool {
+	return !p.End.IsZero() && !now.Before(p.End.Add(f.cfg.Grace))
+}

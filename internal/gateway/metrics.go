@@ -1,0 +1,58 @@
+package gateway
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	fanoutWidth   *prometheus.HistogramVec
+	shardDuration *prometheus.HistogramVec
+	shardErrors   *prometheus.CounterVec
+	partial       *prometheus.CounterVec
+	events        *prometheus.CounterVec
+	dedupe        *prometheus.CounterVec
+	late          *prometheus.CounterVec
+	fetched       *prometheus.CounterVec
+	returned      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		fanoutWidth: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "rankgate_fanout_width", Help: "Shards asked by one fan-out, by operation.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 1024},
+		}, []string{"op"}),
+		shardDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "rankgate_fanout_shard_duration_seconds", Help: "Latency of one shard's call inside a fan-out, by operation.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"op"}),
+		shardErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_fanout_shard_errors_total", Help: "Shard calls that failed inside a fan-out, by operation.",
+		}, []string{"op"}),
+		partial: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_partial_answers_total", Help: "Reads answered with partial=true because a shard failed, by operation.",
+		}, []string{"op"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_events_total", Help: "Point events, reversals and projections by family and outcome.",
+		}, []string{"family", "outcome"}),
+		dedupe: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_dedupe_hits_total", Help: "Board writes answered as duplicates (retries, replays), by family.",
+		}, []string{"family"}),
+		late: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_late_events_total", Help: "Events refused because their period was closed, kept for review.",
+		}, []string{"family", "reason"}),
+		fetched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_read_entries_fetched_total", Help: "Entries read from Redis by ordered reads, by operation.",
+		}, []string{"op"}),
+		returned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_read_entries_returned_total", Help: "Entries returned to clients by ordered reads, by operation.",
+		}, []string{"op"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.fanoutWidth, m.shardDuration, m.shardErrors, m.partial,
+			m.events, m.dedupe, m.late, m.fetched, m.returned} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

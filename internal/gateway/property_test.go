@@ -1,0 +1,385 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/store"
+	"github.com/rankgate/rankgate/internal/testcluster"
+)
+
+// newClusterService builds a Service on the real test cluster under a fresh
+// key prefix, with the families given as YAML.
+func newClusterService(t *testing.T, familiesYAML string) *Service {
+	t.Helper()
+	addrs := testcluster.Addrs(t)
+	prefix := testcluster.Prefix(t)
+	y := fmt.Sprintf("listen: \"127.0.0.1:0\"\nredis:\n  addrs: [%q]\n  prefix: %q\nfamilies:\n%s", addrs[0], prefix, familiesYAML)
+	cfg, err := config.Parse([]byte(y))
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, y)
+	}
+	cfg.Redis.Addrs = addrs
+	c, err := store.NewClient(store.ClientOptions{Addrs: addrs, Cluster: true, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, ReloadInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	st, err := store.New(c, nil, store.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(Options{Config: cfg, Backend: st, ShardTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// propCase is one family shape of the property test.
+type propCase struct {
+	tie, order, agg, rankMode string
+	shards                    int
+}
+
+func (c propCase) name() string {
+	return fmt.Sprintf("%s_%s_%s_%s_%dshards", c.agg, c.tie, c.order, c.rankMode, c.shards)
+}
+
+func (c propCase) yaml() string {
+	y := fmt.Sprintf("  f:\n    aggregate: %s\n    order: %s\n    tie: %s\n    rank: %s\n    period: all\n    max_points: 100000\n",
+		c.agg, c.order, c.tie, c.rankMode)
+	if c.tie == "first" {
+		y += "    seq_capacity: 1000000\n"
+	}
+	return y + fmt.Sprintf("    dimensions:\n      national: {shards: %d}\n      province: {shards: %d}\n", c.shards, max(1, c.shards/2))
+}
+
+// TestShardedBoardsEqualOneSortedSet drives random workloads — many equal
+// points, retries, reversals, batches — through the service on the real
+// cluster and compares every read, entry by entry (user, points, position,
+// rank), with an in-memory reference of one unsharded board.
+func TestShardedBoardsEqualOneSortedSet(t *testing.T) {
+	t.Parallel()
+	var cases []propCase
+	for _, shards := range []int{1, 4, 16} {
+		for _, tie := range []string{"member", "first"} {
+			for _, order := range []string{"desc", "asc"} {
+				rm := "competition"
+				if order == "asc" {
+					rm = "ordinal"
+				}
+				cases = append(cases, propCase{tie: tie, order: order, agg: "sum", rankMode: rm, shards: shards})
+			}
+		}
+		cases = append(cases, propCase{tie: "first", order: "desc", agg: "max", rankMode: "competition", shards: shards},
+			propCase{tie: "member", order: "asc", agg: "min", rankMode: "competition", shards: shards})
+	}
+	for i, c := range cases {
+		t.Run(c.name(), func(t *testing.T) {
+			t.Parallel()
+			runProperty(t, c, uint64(i+1))
+		})
+	}
+}
+
+type refEvent struct {
+	user                string
+	delta               int64
+	seqBefore, seqAfter int64
+	absentBefore        bool
+	reversed            bool
+	province            string
+}
+
+func runProperty(t *testing.T, c propCase, seed uint64) {
+	ctx := context.Background()
+	svc := newClusterService(t, c.yaml())
+	rng := rand.New(rand.NewPCG(seed, 42))
+	asc, tieFirst, comp := c.order == "asc", c.tie == "first", c.rankMode == "competition"
+	national := newRef(asc, tieFirst, comp)
+	provinces := map[string]*refBoard{}
+	for _, p := range []string{"zj", "gd"} {
+		provinces[p] = newRef(asc, tieFirst, comp)
+	}
+	var seq int64
+	events := map[string]*refEvent{}
+	var eventIDs []string
+	nUsers := 60 + rng.IntN(60)
+	userOf := func() string { return fmt.Sprintf("u%03d", rng.IntN(nUsers)) }
+	provinceOf := func(u string) string {
+		if u[len(u)-1]%2 == 0 {
+			return "zj"
+		}
+		return "gd"
+	}
+	apply := func(id, u string, v int64) {
+		seq++
+		p := provinceOf(u)
+		ev := Event{EventID: id, Family: "f", User: u, Dims: map[string]string{"province": p}}
+		if c.agg == "sum" {
+			ev.Delta = ptr(v)
+		} else {
+			ev.Value = ptr(v)
+		}
+		res, err := svc.ApplyEvent(ctx, ev)
+		if err != nil {
+			t.Fatalf("event %s: %v", id, err)
+		}
+		if res.Duplicate {
+			t.Fatalf("event %s: fresh event answered duplicate", id)
+		}
+		for _, b := range []*refBoard{national, provinces[p]} {
+			before, had := b.members[u]
+			var sb int64 = -1
+			if had {
+				sb = before.seq
+			}
+			switch c.agg {
+			case "sum":
+				b.add(u, v, seq)
+				if b == national {
+					events[id] = &refEvent{user: u, delta: v, seqBefore: sb, seqAfter: seq, absentBefore: !had, province: p}
+				}
+			case "max":
+				b.best(u, v, seq, true)
+			case "min":
+				b.best(u, v, seq, false)
+			}
+		}
+		eventIDs = append(eventIDs, id)
+	}
+	// A workload with many equal points: small values, few events per member.
+	nEvents := 250 + rng.IntN(150)
+	for i := 0; i < nEvents; i++ {
+		u := userOf()
+		v := int64(1 + rng.IntN(4))
+		if c.agg != "sum" {
+			v = int64(rng.IntN(8) * 10)
+		}
+		if rng.IntN(10) == 0 && c.agg == "sum" {
+			v = -v
+		}
+		id := fmt.Sprintf("e%d", i)
+		apply(id, u, v)
+		if rng.IntN(8) == 0 { // a retry of the same event: must not count twice
+			seq++
+			ev := Event{EventID: id, Family: "f", User: u, Dims: map[string]string{"province": provinceOf(u)}}
+			if c.agg == "sum" {
+				ev.Delta = ptr(v)
+			} else {
+				ev.Value = ptr(v)
+			}
+			res, err := svc.ApplyEvent(ctx, ev)
+			if err != nil || !res.Duplicate {
+				t.Fatalf("retry of %s: duplicate=%v err=%v", id, res.Duplicate, err)
+			}
+		}
+		if c.agg == "sum" && rng.IntN(15) == 0 && len(eventIDs) > 0 { // a reversal
+			orig := eventIDs[rng.IntN(len(eventIDs))]
+			re := events[orig]
+			seq++
+			rid := "r" + id
+			res, err := svc.ApplyEvent(ctx, Event{EventID: rid, Family: "f", User: re.user, Reverses: orig,
+				Dims: map[string]string{"province": re.province}})
+			if err != nil {
+				t.Fatalf("reversal of %s: %v", orig, err)
+			}
+			if re.reversed != res.Duplicate {
+				t.Fatalf("reversal of %s: duplicate=%v, want %v", orig, res.Duplicate, re.reversed)
+			}
+			if !re.reversed {
+				re.reversed = true
+				for _, b := range []*refBoard{national, provinces[re.province]} {
+					m := b.members[re.user]
+					latest := !tieFirst || m.seq == re.seqAfter
+					newP := m.points - re.delta
+					switch {
+					case latest && re.absentBefore && newP == 0 && b == national:
+						delete(b.members, re.user)
+					case latest && re.absentBefore && newP == 0:
+						delete(b.members, re.user)
+					case latest && !re.absentBefore:
+						m.points, m.seq = newP, re.seqBefore
+					default:
+						m.points, m.seq = newP, seq
+					}
+				}
+			}
+		}
+	}
+	checkBoard(t, svc, BoardRef{Family: "f", Period: "all", Dimension: "national"}, national, rng)
+	for p, ref := range provinces {
+		checkBoard(t, svc, BoardRef{Family: "f", Period: "all", Dimension: "province:" + p}, ref, rng)
+	}
+}
+
+func sameEntries(t *testing.T, what string, got []rank.Entry, want []refEntry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d entries, want %d\ngot  %v\nwant %v", what, len(got), len(want), got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.User != w.user || g.Points != w.points || g.Position != w.position || g.Rank != w.rank {
+			t.Fatalf("%s: entry %d = {%s %d pos %d rank %d}, want {%s %d pos %d rank %d}", what, i,
+				g.User, g.Points, g.Position, g.Rank, w.user, w.points, w.position, w.rank)
+		}
+	}
+}
+
+func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *rand.Rand) {
+	t.Helper()
+	ctx := context.Background()
+	want := board.sorted()
+	o := ReadOptions{Consistency: ConsistencyPrimary}
+	name := ref.Dimension
+
+	// Top N for several N, including past the end.
+	for _, n := range []int{1, 3, 10, 50, len(want) + 5} {
+		n = min(n, 1000)
+		page, err := svc.Top(ctx, ref, n, o)
+		if err != nil {
+			t.Fatalf("%s top %d: %v", name, n, err)
+		}
+		sameEntries(t, fmt.Sprintf("%s top %d", name, n), page.Entries, want[:min(n, len(want))])
+		if page.Source != SourcePrimary || page.AsOf.IsZero() || page.Board != "f/all/"+name {
+			t.Fatalf("%s top: meta %+v", name, page.ReadMeta)
+		}
+	}
+	// Offset pages.
+	for _, off := range []int{0, 1, 7, len(want) / 2, len(want) - 1, len(want) + 3} {
+		off = max(off, 0)
+		page, err := svc.Entries(ctx, ref, PageQuery{Limit: 9, Offset: off, HasOffset: true}, o)
+		if err != nil {
+			t.Fatalf("%s offset %d: %v", name, off, err)
+		}
+		lo, hi := min(off, len(want)), min(off+9, len(want))
+		sameEntries(t, fmt.Sprintf("%s offset %d", name, off), page.Entries, want[lo:hi])
+	}
+	// Cursor walk over the whole board.
+	var walked []rank.Entry
+	cur := ""
+	for pages := 0; ; pages++ {
+		if pages > len(want)+2 {
+			t.Fatalf("%s cursor walk does not end", name)
+		}
+		page, err := svc.Entries(ctx, ref, PageQuery{Limit: 7, Cursor: cur}, o)
+		if err != nil {
+			t.Fatalf("%s cursor page %d: %v", name, pages, err)
+		}
+		walked = append(walked, page.Entries...)
+		if page.NextCursor == "" {
+			break
+		}
+		cur = page.NextCursor
+	}
+	sameEntries(t, name+" cursor walk", walked, want)
+	// Every member's standing.
+	for _, w := range want {
+		ms, err := svc.Member(ctx, ref, w.user, o)
+		if err != nil {
+			t.Fatalf("%s member %s: %v", name, w.user, err)
+		}
+		if ms.Points != w.points || ms.Position != w.position || ms.Rank != w.rank || ms.Members != int64(len(want)) {
+			t.Fatalf("%s member %s = %+v, want %+v of %d", name, w.user, ms, w, len(want))
+		}
+	}
+	if _, err := svc.Member(ctx, ref, "nobody", o); rank.CodeOf(err) != rank.CodeNotRanked {
+		t.Fatalf("%s absent member: %v, want not_ranked", name, err)
+	}
+	// Around random members with random radii.
+	for k := 0; k < 12 && len(want) > 0; k++ {
+		p := rng.IntN(len(want))
+		r := rng.IntN(6)
+		page, err := svc.Around(ctx, ref, want[p].user, r, o)
+		if err != nil {
+			t.Fatalf("%s around %s: %v", name, want[p].user, err)
+		}
+		sameEntries(t, fmt.Sprintf("%s around %s r=%d", name, want[p].user, r), page.Entries, want[max(0, p-r):min(len(want), p+r+1)])
+	}
+	// Lookups of random subsets, with absent users mixed in.
+	for k := 0; k < 5; k++ {
+		var users []string
+		var exp []refEntry
+		pick := map[int]bool{}
+		for j := 0; j < 1+rng.IntN(15) && len(want) > 0; j++ {
+			pick[rng.IntN(len(want))] = true
+		}
+		for i, w := range want {
+			if pick[i] {
+				users = append(users, w.user)
+				exp = append(exp, w)
+			}
+		}
+		users = append(users, "ghost1", "ghost2")
+		rng.Shuffle(len(users), func(i, j int) { users[i], users[j] = users[j], users[i] })
+		page, err := svc.Lookup(ctx, ref, users, o)
+		if err != nil {
+			t.Fatalf("%s lookup: %v", name, err)
+		}
+		sameEntries(t, name+" lookup", page.Entries, exp)
+	}
+	// Counts and ranges over random bands.
+	var lo, hi int64 = 0, 0
+	for _, w := range want {
+		lo, hi = min(lo, w.points), max(hi, w.points)
+	}
+	for k := 0; k < 8; k++ {
+		a := lo - 1 + rng.Int64N(hi-lo+3)
+		b := a + rng.Int64N(hi-lo+3)
+		var exp []refEntry
+		for _, w := range want {
+			if w.points >= a && w.points <= b {
+				exp = append(exp, w)
+			}
+		}
+		cnt, err := svc.Count(ctx, ref, a, b, o)
+		if err != nil {
+			t.Fatalf("%s count: %v", name, err)
+		}
+		if cnt.Count != int64(len(exp)) {
+			t.Fatalf("%s count [%d,%d] = %d, want %d", name, a, b, cnt.Count, len(exp))
+		}
+		var got []rank.Entry
+		cur := ""
+		for pages := 0; ; pages++ {
+			if pages > len(want)+2 {
+				t.Fatalf("%s range walk does not end", name)
+			}
+			page, err := svc.Range(ctx, ref, RangeQuery{Min: a, Max: b, Limit: 4, Cursor: cur}, o)
+			if err != nil {
+				t.Fatalf("%s range [%d,%d]: %v", name, a, b, err)
+			}
+			got = append(got, page.Entries...)
+			if page.NextCursor == "" {
+				break
+			}
+			cur = page.NextCursor
+		}
+		sameEntries(t, fmt.Sprintf("%s range [%d,%d]", name, a, b), got, exp)
+	}
+	// A cursor is bound to its board and query.
+	if len(want) > 8 {
+		page, err := svc.Entries(ctx, ref, PageQuery{Limit: 3}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := ref
+		other.Dimension = "province:elsewhere"
+		_, err = svc.Entries(ctx, other, PageQuery{Limit: 3, Cursor: page.NextCursor}, o)
+		var re *rank.Error
+		if !errors.As(err, &re) || re.Code != rank.CodeInvalidCursor {
+			t.Fatalf("foreign cursor: %v, want invalid_cursor", err)
+		}
+	}
+}

@@ -1,0 +1,558 @@
+package gateway
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/merge"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// readCtx carries one read's board, options and the metadata it answers with.
+type readCtx struct {
+	b       *board
+	o       ReadOptions
+	replica bool
+	meta    ReadMeta
+}
+
+func (s *Service) startRead(ctx context.Context, ref BoardRef, o ReadOptions) (*readCtx, error) {
+	switch o.Consistency {
+	case ConsistencyDefault, ConsistencyCached, ConsistencyReplica, ConsistencyPrimary:
+	default:
+		return nil, rank.Invalid("consistency", "consistency must be cached, replica or primary")
+	}
+	b, err := s.resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	rc := &readCtx{b: b, o: o}
+	// Until the hot-reads work lands every level is served from the masters,
+	// and the answer says so.
+	rc.meta = ReadMeta{Board: b.name(), Source: SourcePrimary, AsOf: s.now().UTC()}
+	return rc, nil
+}
+
+func (rc *readCtx) key(s *Service, i int) string { return s.layout.ZKey(rc.b.b, i, rc.b.n) }
+
+func (rc *readCtx) partial(missing []int) {
+	if len(missing) > 0 {
+		rc.meta.Partial = true
+		rc.meta.Missing = missing
+	}
+}
+
+// toEntries turns merged items into entries (points decoded).
+func (rc *readCtx) toEntries(items []rank.Item) []rank.Entry {
+	out := make([]rank.Entry, len(items))
+	for i, it := range items {
+		out[i] = rank.Entry{User: it.Member, Points: rc.b.fam.enc.PointsOf(it.Score)}
+	}
+	return out
+}
+
+// seekAll runs one seek on every shard and merges the first limit items.
+// It returns the merged items, Σ start and Σ more over the shards.
+func (s *Service) seekAll(ctx context.Context, rc *readCtx, op string, a store.SeekArgs, limit int) ([]rank.Item, int64, int64, error) {
+	res, ok, missing, err := fanout(ctx, s, op, rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (store.SeekResult, error) {
+		return s.be.Seek(ctx, rc.key(s, i), a, rc.replica)
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	rc.partial(missing)
+	lists := make([][]rank.Item, 0, len(res))
+	var start, more, fetched int64
+	for i, r := range res {
+		if !ok[i] {
+			continue
+		}
+		lists = append(lists, r.Items)
+		start += r.Start
+		more += r.More
+		fetched += int64(len(r.Items))
+	}
+	items := merge.Merge(make([]rank.Item, 0, min(limit, int(fetched))), lists, limit, rank.Before)
+	s.m.fetched.WithLabelValues(op).Add(float64(fetched))
+	return items, start, more, nil
+}
+
+func (s *Service) checkLimit(field string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return rank.Invalid(field, "%s must be within %d..%d", field, lo, hi)
+	}
+	return nil
+}
+
+// Top returns the first limit entries of a board.
+func (s *Service) Top(ctx context.Context, ref BoardRef, limit int, o ReadOptions) (Page, error) {
+	if err := s.checkLimit("limit", limit, 1, s.cfg.Limits.MaxTop); err != nil {
+		return Page{}, err
+	}
+	rc, err := s.startRead(ctx, ref, o)
+	if err != nil {
+		return Page{}, err
+	}
+	items, _, _, err := s.seekAll(ctx, rc, "top", store.SeekArgs{Mode: store.SeekTop, Limit: limit}, limit)
+	if err != nil {
+		return Page{}, err
+	}
+	entries := rc.toEntries(items)
+	rank.FillRanks(entries, 0, 0, rc.b.fam.mode)
+	return s.finishPage(ctx, rc, "top", entries, "")
+}
+
+// finishPage adds profiles and metadata.
+func (s *Service) finishPage(ctx context.Context, rc *readCtx, op string, entries []rank.Entry, next string) (Page, error) {
+	s.m.returned.WithLabelValues(op).Add(float64(len(entries)))
+	if err := s.addProfiles(ctx, rc, entries); err != nil {
+		return Page{}, err
+	}
+	return Page{ReadMeta: rc.meta, Entries: entries, NextCursor: next}, nil
+}
+
+func (s *Service) addProfiles(ctx context.Context, rc *readCtx, entries []rank.Entry) error {
+	if !rc.o.Profiles || len(entries) == 0 {
+		return nil
+	}
+	keys := make([]string, len(entries))
+	for i, e := range entries {
+		keys[i] = s.layout.Profile(e.User)
+	}
+	ps, err := s.be.Profiles(ctx, keys, rc.replica)
+	if err != nil {
+		return rank.Unavailable(err, "reading profiles")
+	}
+	for i := range entries {
+		entries[i].Profile = ps[i]
+	}
+	return nil
+}
+
+// Entries returns a page by cursor (keyset) or by offset (realtime).
+func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o ReadOptions) (Page, error) {
+	if err := s.checkLimit("limit", q.Limit, 1, s.cfg.Limits.MaxTop); err != nil {
+		return Page{}, err
+	}
+	if q.Snapshot != "" {
+		return Page{}, rank.Invalid("snapshot", "snapshot pages are not supported by this build yet")
+	}
+	if q.Cursor != "" && q.HasOffset {
+		return Page{}, rank.Invalid("offset", "give either cursor or offset, not both")
+	}
+	if q.HasOffset && q.Offset < 0 {
+		return Page{}, rank.Invalid("offset", "offset must be ≥ 0")
+	}
+	if q.HasOffset && q.Offset > s.cfg.Limits.MaxOffset {
+		return Page{}, &rank.Error{Code: rank.CodeOffsetTooDeep, Field: "offset",
+			Message: "offset must be ≤ " + itoa(s.cfg.Limits.MaxOffset) + "; use cursor pages to go deeper"}
+	}
+	rc, err := s.startRead(ctx, ref, o)
+	if err != nil {
+		return Page{}, err
+	}
+	scope := "entries\x00" + rc.b.name()
+	if q.HasOffset {
+		want := q.Offset + q.Limit
+		items, _, _, err := s.seekAll(ctx, rc, "entries_offset", store.SeekArgs{Mode: store.SeekTop, Limit: want}, want)
+		if err != nil {
+			return Page{}, err
+		}
+		entries := rc.toEntries(items)
+		rank.FillRanks(entries, 0, 0, rc.b.fam.mode)
+		if q.Offset >= len(entries) {
+			entries = entries[:0]
+		} else {
+			entries = entries[q.Offset:]
+		}
+		return s.finishPage(ctx, rc, "entries_offset", entries, "")
+	}
+	a := store.SeekArgs{Mode: store.SeekTop, Limit: q.Limit + 1}
+	var cur *cursor
+	if q.Cursor != "" {
+		c, err := decodeCursor(scope, q.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		cur = &c
+		more := rc.b.fam.enc.MinScoreAbove(rc.b.fam.enc.PointsOf(c.Score))
+		a = store.SeekArgs{Mode: store.SeekAfter, Score: c.Score, Member: c.Member, Limit: q.Limit + 1, MoreMin: &more}
+	}
+	return s.keysetPage(ctx, rc, "entries_cursor", scope, a, cur, q.Limit)
+}
+
+// keysetPage reads limit+1 entries after a cursor (or from a start), fills
+// positions and ranks, and makes the next cursor when more entries follow.
+func (s *Service) keysetPage(ctx context.Context, rc *readCtx, op, scope string, a store.SeekArgs, cur *cursor, limit int) (Page, error) {
+	items, start, more, err := s.seekAll(ctx, rc, op, a, limit+1)
+	if err != nil {
+		return Page{}, err
+	}
+	next := ""
+	if len(items) > limit {
+		items = items[:limit]
+		last := items[limit-1]
+		next = encodeCursor(scope, cursor{Score: last.Score, Member: last.Member})
+	}
+	entries := rc.toEntries(items)
+	moreFirst := start // every member ahead of the first entry has strictly more points…
+	if cur != nil && len(entries) > 0 && entries[0].Points == rc.b.fam.enc.PointsOf(cur.Score) {
+		moreFirst = more // …unless it ties with the cursor's points.
+	}
+	rank.FillRanks(entries, start, moreFirst, rc.b.fam.mode)
+	return s.finishPage(ctx, rc, op, entries, next)
+}
+
+// Range returns the entries whose points lie in [Min, Max], in board order.
+func (s *Service) Range(ctx context.Context, ref BoardRef, q RangeQuery, o ReadOptions) (Page, error) {
+	if err := s.checkLimit("limit", q.Limit, 1, s.cfg.Limits.MaxTop); err != nil {
+		return Page{}, err
+	}
+	if q.Min > q.Max {
+		return Page{}, rank.Invalid("min", "min must be ≤ max")
+	}
+	rc, err := s.startRead(ctx, ref, o)
+	if err != nil {
+		return Page{}, err
+	}
+	enc := rc.b.fam.enc
+	lo, hi, ok := s.band(enc, q.Min, q.Max)
+	if !ok {
+		return s.finishPage(ctx, rc, "range", []rank.Entry{}, "")
+	}
+	scope := "range\x00" + rc.b.name() + "\x00" + itoa64(q.Min) + "\x00" + itoa64(q.Max)
+	a := store.SeekArgs{Mode: store.SeekLE, Score: hi, Limit: q.Limit + 1, StopMin: &lo}
+	var cur *cursor
+	if q.Cursor != "" {
+		c, err := decodeCursor(scope, q.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		cur = &c
+		more := enc.MinScoreAbove(enc.PointsOf(c.Score))
+		a = store.SeekArgs{Mode: store.SeekAfter, Score: c.Score, Member: c.Member, Limit: q.Limit + 1, MoreMin: &more, StopMin: &lo}
+	}
+	return s.keysetPage(ctx, rc, "range", scope, a, cur, q.Limit)
+}
+
+// band clamps [min, max] points to the family's range and returns the stored
+// score interval; ok is false when nothing can lie in it.
+func (s *Service) band(enc rank.Encoding, minP, maxP int64) (lo, hi int64, ok bool) {
+	minP, maxP = max(minP, -enc.MaxPoints), min(maxP, enc.MaxPoints)
+	if minP > maxP {
+		return 0, 0, false
+	}
+	lo, hi = enc.ScoreBand(minP, maxP)
+	return lo, hi, true
+}
+
+// Count counts members whose points lie in [min, max].
+func (s *Service) Count(ctx context.Context, ref BoardRef, minP, maxP int64, o ReadOptions) (Count, error) {
+	if minP > maxP {
+		return Count{}, rank.Invalid("min", "min must be ≤ max")
+	}
+	rc, err := s.startRead(ctx, ref, o)
+	if err != nil {
+		return Count{}, err
+	}
+	lo, hi, ok := s.band(rc.b.fam.enc, minP, maxP)
+	if !ok {
+		return Count{ReadMeta: rc.meta}, nil
+	}
+	res, okk, missing, err := fanout(ctx, s, "count", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (int64, error) {
+		return s.be.Count(ctx, rc.key(s, i), lo, hi, rc.replica)
+	})
+	if err != nil {
+		return Count{}, err
+	}
+	rc.partial(missing)
+	var n int64
+	for i, v := range res {
+		if okk[i] {
+			n += v
+		}
+	}
+	return Count{ReadMeta: rc.meta, Count: n}, nil
+}
+
+// home finds a member's stored score on its own shard.
+func (s *Service) home(ctx context.Context, rc *readCtx, user string) (int64, error) {
+	if !rank.ValidMember(user) {
+		return 0, rank.Invalid("user", "user must match [A-Za-z0-9_.@-]{1,64}")
+	}
+	i := shardOf(user, rc.b.n)
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	sc, ok, err := s.be.Scores(cctx, rc.key(s, i), []string{user}, rc.replica)
+	if err != nil {
+		return 0, rank.Unavailable(err, "score from shard %d", i)
+	}
+	if !ok[0] {
+		return 0, rank.Errorf(rank.CodeNotRanked, "%s is not on board %s", user, rc.b.name())
+	}
+	return sc[0], nil
+}
+
+// standing sums position probes over every shard.
+type standing struct {
+	card         int64
+	ahead, more  []int64
+	atLeastSame  []int64
+	missingShard bool
+}
+
+// probeAll asks every shard where each (score, member) stands.
+func (s *Service) probeAll(ctx context.Context, rc *readCtx, op string, items []rank.Item) (standing, error) {
+	enc := rc.b.fam.enc
+	probes := make([]store.Probe, len(items))
+	for i, it := range items {
+		p := enc.PointsOf(it.Score)
+		probes[i] = store.Probe{Score: it.Score, Member: it.Member, MoreMin: enc.MinScoreAbove(p), SameMin: enc.MinScoreOf(p)}
+	}
+	res, ok, missing, err := fanout(ctx, s, op, rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (store.Positions, error) {
+		return s.be.Positions(ctx, rc.key(s, i), probes, rc.replica)
+	})
+	if err != nil {
+		return standing{}, err
+	}
+	rc.partial(missing)
+	st := standing{ahead: make([]int64, len(items)), more: make([]int64, len(items)), atLeastSame: make([]int64, len(items))}
+	for i, r := range res {
+		if !ok[i] {
+			continue
+		}
+		st.card += r.Card
+		for j := range items {
+			st.ahead[j] += r.Ahead[j]
+			st.more[j] += r.More[j]
+			st.atLeastSame[j] += r.AtLeast[j]
+		}
+	}
+	return st, nil
+}
+
+func (rc *readCtx) rankOf(st standing, j int) int64 {
+	if rc.b.fam.mode == rank.Competition {
+		return st.more[j] + 1
+	}
+	return st.ahead[j] + 1
+}
+
+// Member returns a member's points, position, rank, the board size and the
+// percentile: the share of the board that ranks strictly behind the member
+// (fewer points under competition ranking, later positions under ordinal).
+func (s *Service) Member(ctx context.Context, ref BoardRef, user string, o ReadOptions) (MemberStanding, error) {
+	rc, err := s.startRead(ctx, ref, o)
+	if err != nil {
+		return MemberStanding{}, err
+	}
+	score, err := s.home(ctx, rc, user)
+	if err != nil {
+		return MemberStanding{}, err
+	}
+	st, err := s.probeAll(ctx, rc, "member", []rank.Item{{Score: score, Member: user}})
+	if err != nil {
+		return MemberStanding{}, err
+	}
+	ms := MemberStanding{ReadMeta: rc.meta, User: user, Points: rc.b.fam.enc.PointsOf(score),
+		Position: st.ahead[0], Rank: rc.rankOf(st, 0), Members: st.card}
+	behind := st.card - st.ahead[0] - 1
+	if rc.b.fam.mode == rank.Competition {
+		behind = st.card - st.atLeastSame[0]
+	}
+	if st.card > 0 && behind > 0 {
+		ms.Percentile = float64(behind*10000/st.card) / 100
+	}
+	if o.Profiles {
+		entries := []rank.Entry{{User: user}}
+		if err := s.addProfiles(ctx, rc, entries); err != nil {
+			return MemberStanding{}, err
+		}
+		ms.Profile = entries[0].Profile
+	}
+	ms.ReadMeta = rc.meta
+	return ms, nil
+}
+
+// Around returns the board's positions max(0, p−radius) … p+radius around a
+// member at position p: a seek up and a seek down from its (score, member) on
+// every shard, merged.
+func (s *Service) Around(ctx context.Context, ref BoardRef, user string, radius int, o ReadOptions) (Page, error) {
+	if err := s.checkLimit("radius", radius, 0, s.cfg.Limits.MaxRadius); err != nil {
+		return Page{}, err
+	}
+	rc, err := s.startRead(ctx, ref, o)
+	if err != nil {
+		return Page{}, err
+	}
+	score, err := s.home(ctx, rc, user)
+	if err != nil {
+		return Page{}, err
+	}
+	enc := rc.b.fam.enc
+	self := rank.Item{Score: score, Member: user}
+	moreSelf := enc.MinScoreAbove(enc.PointsOf(score))
+	type pair struct{ up, down store.SeekResult }
+	res, ok, missing, err := fanout(ctx, s, "around", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (pair, error) {
+		k := rc.key(s, i)
+		up, err := s.be.Seek(ctx, k, store.SeekArgs{Mode: store.SeekBefore, Score: score, Member: user, Limit: radius, MoreMin: &moreSelf}, rc.replica)
+		if err != nil {
+			return pair{}, err
+		}
+		down, err := s.be.Seek(ctx, k, store.SeekArgs{Mode: store.SeekAfter, Score: score, Member: user, Limit: radius}, rc.replica)
+		return pair{up, down}, err
+	})
+	if err != nil {
+		return Page{}, err
+	}
+	rc.partial(missing)
+	ups, downs := make([][]rank.Item, 0, len(res)), make([][]rank.Item, 0, len(res))
+	var p, more, fetched int64
+	for i, r := range res {
+		if !ok[i] {
+			continue
+		}
+		ups, downs = append(ups, r.up.Items), append(downs, r.down.Items)
+		p += r.up.Start + int64(len(r.up.Items)) // members ahead of self in shard i
+		more += r.up.More
+		fetched += int64(len(r.up.Items) + len(r.down.Items))
+	}
+	s.m.fetched.WithLabelValues("around").Add(float64(fetched))
+	up := merge.Last(nil, ups, radius, rank.Before)
+	down := merge.Merge(nil, downs, radius, rank.Before)
+	items := make([]rank.Item, 0, len(up)+1+len(down))
+	items = append(append(append(items, up...), self), down...)
+	entries := rc.toEntries(items)
+	first := p - int64(len(up))
+	moreFirst := more // members with strictly more points than the member itself
+	if rc.b.fam.mode == rank.Competition && entries[0].Points != entries[len(up)].Points {
+		// The window starts above the member's points: count who is ahead of those.
+		if moreFirst, err = s.countBetter(ctx, rc, items[0].Score); err != nil {
+			return Page{}, err
+		}
+	}
+	rank.FillRanks(entries, first, moreFirst, rc.b.fam.mode)
+	return s.finishPage(ctx, rc, "around", entries, "")
+}
+
+// countBetter counts members with strictly more (better) points than score's.
+func (s *Service) countBetter(ctx context.Context, rc *readCtx, score int64) (int64, error) {
+	enc := rc.b.fam.enc
+	lo := enc.MinScoreAbove(enc.PointsOf(score))
+	res, ok, missing, err := fanout(ctx, s, "count", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (int64, error) {
+		return s.be.Count(ctx, rc.key(s, i), lo, rank.MaxSafe, rc.replica)
+	})
+	if err != nil {
+		return 0, err
+	}
+	rc.partial(missing)
+	var n int64
+	for i, v := range res {
+		if ok[i] {
+			n += v
+		}
+	}
+	return n, nil
+}
+
+// Lookup returns the listed members that are on the board, in board order,
+// with their positions and ranks (a friends board).
+func (s *Service) Lookup(ctx context.Context, ref BoardRef, users []string, o ReadOptions) (Page, error) {
+	if len(users) == 0 {
+		return Page{}, rank.Invalid("users", "users must list at least one member")
+	}
+	if len(users) > s.cfg.Limits.MaxLookup {
+		return Page{}, rank.Invalid("users", "at most %d users", s.cfg.Limits.MaxLookup)
+	}
+	seen := make(map[string]struct{}, len(users))
+	uniq := users[:0:0]
+	for i, u := range users {
+		if !rank.ValidMember(u) {
+			return Page{}, rank.Invalid("users["+itoa(i)+"]", "user must match [A-Za-z0-9_.@-]{1,64}")
+		}
+		if _, dup := seen[u]; !dup {
+			seen[u] = struct{}{}
+			uniq = append(uniq, u)
+		}
+	}
+	rc, err := s.startRead(ctx, ref, o)
+	if err != nil {
+		return Page{}, err
+	}
+	byShard := make([][]string, rc.b.n)
+	for _, u := range uniq {
+		i := shardOf(u, rc.b.n)
+		byShard[i] = append(byShard[i], u)
+	}
+	type found struct {
+		scores []int64
+		ok     []bool
+	}
+	res, okk, missing, err := fanout(ctx, s, "lookup_scores", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (found, error) {
+		if len(byShard[i]) == 0 {
+			return found{}, nil
+		}
+		sc, ok, err := s.be.Scores(ctx, rc.key(s, i), byShard[i], rc.replica)
+		return found{sc, ok}, err
+	})
+	if err != nil {
+		return Page{}, err
+	}
+	rc.partial(missing)
+	var items []rank.Item
+	for i, r := range res {
+		if !okk[i] {
+			continue
+		}
+		for j, u := range byShard[i] {
+			if r.ok[j] {
+				items = append(items, rank.Item{Score: r.scores[j], Member: u})
+			}
+		}
+	}
+	if len(items) == 0 {
+		return s.finishPage(ctx, rc, "lookup", []rank.Entry{}, "")
+	}
+	sort.Slice(items, func(a, b int) bool { return rank.Before(items[a], items[b]) })
+	st, err := s.probeAll(ctx, rc, "lookup", items)
+	if err != nil {
+		return Page{}, err
+	}
+	entries := rc.toEntries(items)
+	for j := range entries {
+		entries[j].Position = st.ahead[j]
+		entries[j].Rank = rc.rankOf(st, j)
+	}
+	return s.finishPage(ctx, rc, "lookup", entries, "")
+}
+
+// Period answers where a family's period stands at an instant.
+func (s *Service) Period(ctx context.Context, familyName string, at time.Time) (PeriodInfo, error) {
+	f, err := s.family(familyName)
+	if err != nil {
+		return PeriodInfo{}, err
+	}
+	now := s.now()
+	if at.IsZero() {
+		at = now
+	}
+	p := f.spec.At(at)
+	info := PeriodInfo{Family: f.cfg.Name, Period: p.ID, State: "open"}
+	if !p.End.IsZero() {
+		st, en := p.Start, p.End
+		info.Starts, info.Ends = &st, &en
+	}
+	if f.closedAt(p, now) {
+		info.State = "closed"
+	}
+	ps, err := s.be.Period(ctx, s.layout.Period(f.cfg.Name, p.ID))
+	if err != nil {
+		return PeriodInfo{}, rank.Unavailable(err, "reading period %s", p.ID)
+	}
+	if ps.State != "" && ps.State != "open" {
+		info.State = ps.State
+	}
+	return info, nil
+}

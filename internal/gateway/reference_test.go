@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"sort"
+)
+
+// refBoard is the in-memory reference: one unsharded board that orders
+// members by the rules of DESIGN.md §3 directly — points (higher first, or
+// lower first for asc), then achievement seq (earlier first) under tie
+// "first", then member bytes descending — without the score encoding.
+type refBoard struct {
+	asc      bool
+	tieFirst bool
+	comp     bool
+	members  map[string]*refMember
+}
+
+type refMember struct {
+	points int64
+	seq    int64
+}
+
+type refEntry struct {
+	user     string
+	points   int64
+	position int64
+	rank     int64
+}
+
+func newRef(asc, tieFirst, comp bool) *refBoard {
+	return &refBoard{asc: asc, tieFirst: tieFirst, comp: comp, members: map[string]*refMember{}}
+}
+
+// better reports whether points a rank strictly ahead of points b.
+func (r *refBoard) better(a, b int64) bool {
+	if r.asc {
+		return a < b
+	}
+	return a > b
+}
+
+func (r *refBoard) sorted() []refEntry {
+	users := make([]string, 0, len(r.members))
+	for u := range r.members {
+		users = append(users, u)
+	}
+	sort.Slice(users, func(i, j int) bool {
+		a, b := r.members[users[i]], r.members[users[j]]
+		if a.points != b.points {
+			return r.better(a.points, b.points)
+		}
+		if r.tieFirst && a.seq != b.seq {
+			return a.seq < b.seq
+		}
+		return users[i] > users[j]
+	})
+	out := make([]refEntry, len(users))
+	for i, u := range users {
+		e := refEntry{user: u, points: r.members[u].points, position: int64(i), rank: int64(i) + 1}
+		if r.comp {
+			var more int64
+			for _, m := range r.members {
+				if r.better(m.points, e.points) {
+					more++
+				}
+			}
+			e.rank = more + 1
+		}
+		out[i] = e
+	}
+	return out
+}
+
+func (r *refBoard) add(user string, delta, seq int64) {
+	m, ok := r.members[user]
+	if !ok {
+		m = &refMember{}
+		r.members[user] = m
+	}
+	m.points += delta
+	m.seq = seq
+}
+
+// best keeps the member's best value (max: higher, min: lower); it reports
+// whether the value improved.
+func (r *refBoard) best(user string, v, seq int64, higher bool) bool {
+	m, ok := r.members[user]
+	if ok && !((higher && v > m.points) || (!higher && v < m.points)) {
+		return false
+	}
+	r.members[user] = &refMember{points: v, seq: seq}
+	return true
+}

@@ -1,0 +1,162 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/rankgate/rankgate/internal/rank"
+)
+
+// Consistency is the freshness a read asks for (DESIGN.md §4).
+type Consistency string
+
+// Consistency levels.
+const (
+	ConsistencyDefault Consistency = ""
+	ConsistencyCached  Consistency = "cached"
+	ConsistencyReplica Consistency = "replica"
+	ConsistencyPrimary Consistency = "primary"
+)
+
+// Source says where an answer came from.
+type Source string
+
+// Sources.
+const (
+	SourceCache   Source = "cache"
+	SourceReplica Source = "replica"
+	SourcePrimary Source = "primary"
+)
+
+// BoardRef names a board as the API does; Period may be "current".
+type BoardRef struct {
+	Family    string
+	Period    string
+	Dimension string // "national" or "type:value"
+}
+
+// ReadOptions are the common query parameters of every read.
+type ReadOptions struct {
+	Consistency  Consistency
+	AllowPartial bool
+	Profiles     bool
+}
+
+// ReadMeta is what every read answers besides its payload.
+type ReadMeta struct {
+	Board   string    `json:"board"`
+	Source  Source    `json:"source"`
+	AsOf    time.Time `json:"as_of"`
+	Partial bool      `json:"partial,omitempty"`
+	Missing []int     `json:"missing_shards,omitempty"`
+	// MaxAge is the remaining cache lifetime for Cache-Control (cached answers only).
+	MaxAge time.Duration `json:"-"`
+}
+
+// Page is an ordered list of entries.
+type Page struct {
+	ReadMeta
+	Entries    []rank.Entry `json:"entries"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// MemberStanding is a member's place on a board.
+type MemberStanding struct {
+	ReadMeta
+	User       string            `json:"user"`
+	Points     int64             `json:"points"`
+	Position   int64             `json:"position"`
+	Rank       int64             `json:"rank"`
+	Members    int64             `json:"members"`
+	Percentile float64           `json:"percentile"`
+	Profile    map[string]string `json:"profile,omitempty"`
+}
+
+// Count is the answer of a points-band count.
+type Count struct {
+	ReadMeta
+	Count int64 `json:"count"`
+}
+
+// PageQuery selects a page of entries: by cursor (keyset), by offset
+// (realtime), or — with the hot-reads issue — from a snapshot.
+type PageQuery struct {
+	Limit     int
+	Cursor    string
+	Offset    int
+	HasOffset bool
+	Snapshot  string
+}
+
+// RangeQuery selects entries whose points lie in [Min, Max], in board order.
+type RangeQuery struct {
+	Min, Max int64
+	Limit    int
+	Cursor   string
+}
+
+// Event is one point event (API.md "Writes"). Exactly one of Delta (sum
+// families), Value (max/min families) or Reverses is set.
+type Event struct {
+	EventID  string            `json:"event_id"`
+	Family   string            `json:"family"`
+	User     string            `json:"user"`
+	Delta    *int64            `json:"delta,omitempty"`
+	Value    *int64            `json:"value,omitempty"`
+	Dims     map[string]string `json:"dims,omitempty"`
+	At       *time.Time        `json:"at,omitempty"`
+	Reverses string            `json:"reverses,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+}
+
+// BoardPoints is the outcome of an event on one board.
+type BoardPoints struct {
+	Board    string `json:"board"`
+	Points   int64  `json:"points"`
+	Improved *bool  `json:"improved,omitempty"`
+}
+
+// EventResult is the outcome of one event.
+type EventResult struct {
+	EventID   string        `json:"event_id"`
+	Duplicate bool          `json:"duplicate"`
+	Period    string        `json:"period"`
+	Boards    []BoardPoints `json:"boards"`
+	Improved  *bool         `json:"improved,omitempty"`
+}
+
+// Projection is an absolute total from an upstream ledger.
+type Projection struct {
+	Version int64 `json:"version"`
+	Points  int64 `json:"points"`
+}
+
+// ProjectionResult answers a projection.
+type ProjectionResult struct {
+	Applied        bool   `json:"applied"`
+	Version        int64  `json:"version,omitempty"`
+	CurrentVersion int64  `json:"current_version,omitempty"`
+	Points         int64  `json:"points"`
+	Board          string `json:"board"`
+}
+
+// PeriodInfo answers GET /v1/families/{f}/period.
+type PeriodInfo struct {
+	Family string     `json:"family"`
+	Period string     `json:"period"`
+	Starts *time.Time `json:"starts,omitempty"`
+	Ends   *time.Time `json:"ends,omitempty"`
+	State  string     `json:"state"`
+}
+
+// BatchItem is the outcome of one event of a batch: exactly one of Result and
+// Err is set.
+type BatchItem struct {
+	Result *EventResult
+	Err    error
+}
+
+// Profile is a member's display data; never part of ranking.
+type Profile struct {
+	Name   string `json:"name"`
+	Avatar string `json:"avatar"`
+}

@@ -1,0 +1,16 @@
+package gateway
+
+import (
+	"time"
+
+	"strconv"
+
+	"github.com/rankgate/rankgate/internal/shard"
+)
+
+func itoa(v int) string     { return strconv.Itoa(v) }
+func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
+
+func shardOf(member string, n int) int { return shard.Of(member, n) }
+
+type timeT = time.Time

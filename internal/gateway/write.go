@@ -1,0 +1,521 @@
+package gateway
+
+import (
+	"context"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/period"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// plan is one validated event, ready to become board writes.
+type plan struct {
+	ev     Event
+	fam    *family
+	period period.Period
+	boards []shard.Board
+	value  int64 // stored delta (sum) or stored value (max/min)
+	seq    int64
+	first  int // index of its first write in the batch's write list
+	err    error
+	late   string // reason when refused as late
+}
+
+// ApplyEvent applies one point event (or reversal) to every board of its
+// period that the member belongs to.
+func (s *Service) ApplyEvent(ctx context.Context, ev Event) (EventResult, error) {
+	items, err := s.ApplyBatch(ctx, []Event{ev})
+	if err != nil {
+		return EventResult{}, err
+	}
+	if items[0].Err != nil {
+		return EventResult{}, items[0].Err
+	}
+	return *items[0].Result, nil
+}
+
+// ApplyBatch applies events in array order: their board writes go out in one
+// pipelined round trip, and under tie "first" their achievement numbers follow
+// the array (one INCRBY per family period).
+func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, error) {
+	if len(evs) == 0 {
+		return nil, rank.Invalid("events", "events must hold at least one event")
+	}
+	if len(evs) > s.cfg.Limits.MaxBatch {
+		return nil, rank.Invalid("events", "at most %d events per batch", s.cfg.Limits.MaxBatch)
+	}
+	now := s.now()
+	plans := make([]plan, len(evs))
+	for i := range evs {
+		plans[i] = s.planEvent(evs[i], now)
+	}
+	s.recordLate(ctx, plans, now)
+
+	// Shard counts per family period, recorded at first write.
+	shards := map[string]map[string]int{}
+	for i := range plans {
+		p := &plans[i]
+		if p.err != nil {
+			continue
+		}
+		key := p.fam.cfg.Name + "/" + p.period.ID
+		if _, ok := shards[key]; !ok {
+			sc, err := s.ensurePeriod(ctx, p.fam, p.period.ID)
+			if err != nil {
+				return nil, err
+			}
+			shards[key] = sc
+		}
+	}
+	if err := s.takeSeqs(ctx, plans); err != nil {
+		return nil, err
+	}
+
+	var writes []store.Write
+	nowMs := now.UnixMilli()
+	for i := range plans {
+		p := &plans[i]
+		if p.err != nil {
+			continue
+		}
+		p.first = len(writes)
+		sc := shards[p.fam.cfg.Name+"/"+p.period.ID]
+		for _, b := range p.boards {
+			n := sc[b.DimType]
+			w := store.Write{
+				Keys: s.layout.Keys(b, shard.Of(p.ev.User, n), n), Member: p.ev.User, EventID: p.ev.EventID,
+				B: p.fam.enc.B, Seq: p.seq, MaxPoints: p.fam.enc.MaxPoints, NowMs: nowMs, Rules: p.fam.cfg.RulesVersion,
+			}
+			if p.ev.Reverses != "" {
+				w.Kind, w.Reverses = store.KindReverse, p.ev.Reverses
+			} else {
+				w.Kind, w.Mode, w.Value = store.KindApply, p.fam.agg, p.value
+			}
+			writes = append(writes, w)
+		}
+	}
+	var results []store.WriteResult
+	if len(writes) > 0 {
+		results = s.be.Write(ctx, writes)
+	}
+	s.registerBoards(ctx, plans)
+
+	out := make([]BatchItem, len(plans))
+	for i := range plans {
+		p := &plans[i]
+		if p.err != nil {
+			out[i].Err = p.err
+			s.m.events.WithLabelValues(familyLabel(p), string(rank.CodeOf(p.err))).Inc()
+			continue
+		}
+		res, err := s.eventOutcome(ctx, p, results[p.first:p.first+len(p.boards)], now)
+		if err != nil {
+			out[i].Err = err
+			s.m.events.WithLabelValues(p.fam.cfg.Name, string(rank.CodeOf(err))).Inc()
+			continue
+		}
+		outcome := "applied"
+		if res.Duplicate {
+			outcome = "duplicate"
+		}
+		s.m.events.WithLabelValues(p.fam.cfg.Name, outcome).Inc()
+		out[i].Result = &res
+	}
+	return out, nil
+}
+
+func familyLabel(p *plan) string {
+	if p.fam == nil {
+		return "unknown"
+	}
+	return p.fam.cfg.Name
+}
+
+// planEvent validates one event and names its boards.
+func (s *Service) planEvent(ev Event, now timeT) plan {
+	p := plan{ev: ev}
+	fail := func(err error) plan { p.err = err; return p }
+	if !rank.ValidEventID(ev.EventID) {
+		return fail(rank.Invalid("event_id", "event_id must match [A-Za-z0-9_.:@/-]{1,128}"))
+	}
+	f, err := s.family(ev.Family)
+	if err != nil {
+		return fail(err)
+	}
+	p.fam = f
+	if f.cfg.Projection() {
+		return fail(rank.Errorf(rank.CodeWrongSource, "family %s takes projections (PUT …/members/{member}), not events", f.cfg.Name))
+	}
+	if !rank.ValidMember(ev.User) {
+		return fail(rank.Invalid("user", "user must match [A-Za-z0-9_.@-]{1,64}"))
+	}
+	if len(ev.Reason) > 256 || !utf8.ValidString(ev.Reason) {
+		return fail(rank.Invalid("reason", "reason must be valid UTF-8 of at most 256 bytes"))
+	}
+	switch {
+	case ev.Reverses != "":
+		if ev.Delta != nil || ev.Value != nil {
+			return fail(rank.Invalid("reverses", "a reversal carries no delta or value: it subtracts what the original added"))
+		}
+		if !rank.ValidEventID(ev.Reverses) || ev.Reverses == ev.EventID {
+			return fail(rank.Invalid("reverses", "reverses must name another event id"))
+		}
+		if f.cfg.Aggregate != config.AggregateSum {
+			return fail(rank.Errorf(rank.CodeLedgerRequired,
+				"reversing an event of a %s family recomputes the best value from the ledger; this gateway runs in Redis-only mode", f.cfg.Aggregate))
+		}
+	case f.cfg.Aggregate == config.AggregateSum:
+		if ev.Value != nil {
+			return fail(rank.Invalid("value", "family %s sums deltas: send delta, not value", f.cfg.Name))
+		}
+		if ev.Delta == nil || *ev.Delta == 0 {
+			return fail(rank.Invalid("delta", "delta must be a non-zero integer"))
+		}
+		if err := f.enc.CheckPoints("delta", *ev.Delta); err != nil {
+			return fail(err)
+		}
+		p.value = f.enc.Stored(*ev.Delta)
+	default:
+		if ev.Delta != nil {
+			return fail(rank.Invalid("delta", "family %s keeps each member's %s value: send value, not delta", f.cfg.Name, f.cfg.Aggregate))
+		}
+		if ev.Value == nil {
+			return fail(rank.Invalid("value", "value is required"))
+		}
+		if err := f.enc.CheckPoints("value", *ev.Value); err != nil {
+			return fail(err)
+		}
+		p.value = f.enc.Stored(*ev.Value)
+	}
+	at := now
+	if ev.At != nil {
+		at = *ev.At
+		if at.After(now.Add(MaxFuture)) {
+			return fail(rank.Invalid("at", "at lies more than %s in the future", MaxFuture))
+		}
+	}
+	p.period = f.spec.At(at)
+	boards, err := s.boardsOf(f, p.period.ID, ev.Dims)
+	if err != nil {
+		return fail(err)
+	}
+	p.boards = boards
+	if f.closedAt(p.period, now) {
+		p.late = "past_grace"
+		return fail(rank.Errorf(rank.CodePeriodClosed, "period %s of %s closed at %s (end + grace); the event is kept for review",
+			p.period.ID, f.cfg.Name, p.period.End.Add(f.cfg.Grace).UTC().Format("2006-01-02T15:04:05Z07:00")))
+	}
+	return p
+}
+
+// boardsOf validates dims and returns national plus one board per dimension.
+func (s *Service) boardsOf(f *family, periodID string, dims map[string]string) ([]shard.Board, error) {
+	boards := []shard.Board{{Family: f.cfg.Name, Period: periodID, DimType: shard.National}}
+	types := make([]string, 0, len(dims))
+	for t := range dims {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		v := dims[t]
+		if t == shard.National {
+			return nil, rank.Invalid("dims."+t, "national is implied; dims name the other dimensions")
+		}
+		if _, ok := f.cfg.Dimensions[t]; !ok || !rank.ValidDimType(t) {
+			return nil, rank.Invalid("dims", "family %s has no dimension %q", f.cfg.Name, t)
+		}
+		if !rank.ValidDimValue(v) {
+			return nil, rank.Invalid("dims."+t, "dimension value must match [A-Za-z0-9_.-]{1,64}")
+		}
+		boards = append(boards, shard.Board{Family: f.cfg.Name, Period: periodID, DimType: t, DimValue: v})
+	}
+	return boards, nil
+}
+
+// takeSeqs reserves achievement numbers for tie "first" families: one INCRBY
+// per family period, handed out in array order.
+func (s *Service) takeSeqs(ctx context.Context, plans []plan) error {
+	counts := map[string]int64{}
+	var order []string
+	for i := range plans {
+		p := &plans[i]
+		if p.err != nil || !p.fam.enc.TieFirst() {
+			continue
+		}
+		key := p.fam.cfg.Name + "/" + p.period.ID
+		if counts[key] == 0 {
+			order = append(order, key)
+		}
+		counts[key]++
+	}
+	next := map[string]int64{}
+	for _, key := range order {
+		var fam *family
+		var pid string
+		for i := range plans {
+			if plans[i].err == nil && plans[i].fam.cfg.Name+"/"+plans[i].period.ID == key {
+				fam, pid = plans[i].fam, plans[i].period.ID
+				break
+			}
+		}
+		first, err := s.be.TakeSeq(ctx, s.layout.Period(fam.cfg.Name, pid), counts[key])
+		if err != nil {
+			return rank.Unavailable(err, "taking achievement numbers for %s", key)
+		}
+		next[key] = first
+	}
+	for i := range plans {
+		p := &plans[i]
+		if p.err != nil || !p.fam.enc.TieFirst() {
+			continue
+		}
+		key := p.fam.cfg.Name + "/" + p.period.ID
+		p.seq = next[key]
+		next[key]++
+		if p.seq >= p.fam.enc.B {
+			p.err = rank.Errorf(rank.CodeOutOfRange, "period %s used up its %d achievement numbers (seq_capacity)", p.period.ID, p.fam.enc.B)
+		}
+	}
+	return nil
+}
+
+// registerBoards adds boards seen for the first time by this process to
+// their period's set (best effort: the listing is informational).
+func (s *Service) registerBoards(ctx context.Context, plans []plan) {
+	for i := range plans {
+		p := &plans[i]
+		if p.err != nil {
+			continue
+		}
+		var fresh []string
+		for _, b := range p.boards {
+			if _, seen := s.boards.Load(b.String()); !seen {
+				fresh = append(fresh, b.Dimension())
+			}
+		}
+		if len(fresh) == 0 {
+			continue
+		}
+		if err := s.be.RegisterBoards(ctx, s.layout.Period(p.fam.cfg.Name, p.period.ID), fresh); err != nil {
+			s.log.Warn("registering boards failed", "family", p.fam.cfg.Name, "period", p.period.ID, "err", err)
+			continue
+		}
+		for _, b := range p.boards {
+			s.boards.Store(b.String(), struct{}{})
+		}
+	}
+}
+
+// recordLate keeps events refused as late for review.
+func (s *Service) recordLate(ctx context.Context, plans []plan, now timeT) {
+	for i := range plans {
+		p := &plans[i]
+		if p.late == "" {
+			continue
+		}
+		s.m.late.WithLabelValues(p.fam.cfg.Name, p.late).Inc()
+		if _, err := s.be.RecordLate(ctx, s.layout.Period(p.fam.cfg.Name, p.period.ID),
+			store.LateEvent{Reason: p.late, Event: p.ev, AtMs: now.UnixMilli()}); err != nil {
+			s.log.Error("keeping a late event for review failed", "family", p.fam.cfg.Name, "period", p.period.ID,
+				"event_id", p.ev.EventID, "err", err)
+			p.err = rank.Unavailable(err, "the period is closed and the event could not be kept for review; retry")
+		}
+	}
+}
+
+// eventOutcome turns one event's board results into its answer.
+func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteResult, now timeT) (EventResult, error) {
+	res := EventResult{EventID: p.ev.EventID, Period: p.period.ID, Duplicate: true, Boards: make([]BoardPoints, len(rs))}
+	var closed, unknown, reversed, notReversible, outOfRange int
+	var firstErr error
+	improvedAny, sawImprove := false, false
+	for j, r := range rs {
+		b := p.boards[j]
+		bp := BoardPoints{Board: b.String()}
+		if r.Err != nil {
+			if firstErr == nil {
+				firstErr = r.Err
+			}
+			continue
+		}
+		if r.After != nil {
+			bp.Points = p.fam.enc.PointsOf(*r.After)
+		}
+		switch r.Status {
+		case "ok", "same":
+			res.Duplicate = false
+			if p.ev.Reverses == "" && p.fam.agg != "sum" {
+				imp := r.Status == "ok"
+				bp.Improved = &imp
+				sawImprove, improvedAny = true, improvedAny || imp
+			}
+			s.logApplied(p, b, r)
+		case "dup":
+			s.m.dedupe.WithLabelValues(p.fam.cfg.Name).Inc()
+		case "closed":
+			closed++
+		case "unknown":
+			unknown++
+		case "reversed":
+			reversed++
+		case "notreversible":
+			notReversible++
+		case "range":
+			outOfRange++
+		}
+		res.Boards[j] = bp
+	}
+	switch {
+	case firstErr != nil:
+		// Boards that answered keep their writes; a retry of the whole event is
+		// safe because each board dedupes on the event id.
+		return EventResult{}, rank.Unavailable(firstErr, "event %s reached only part of its boards; retry it", p.ev.EventID)
+	case closed > 0:
+		p.late = "frozen"
+		s.recordLate(ctx, []plan{*p}, now)
+		return EventResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is frozen; the event is kept for review", p.period.ID, p.fam.cfg.Name)
+	case outOfRange > 0:
+		return EventResult{}, &rank.Error{Code: rank.CodeOutOfRange, Field: "delta",
+			Message: "points would leave ±max_points (" + itoa64(p.fam.enc.MaxPoints) + ") on " + itoa(outOfRange) + " board(s)"}
+	case notReversible > 0:
+		return EventResult{}, rank.Invalid("reverses", "event %s is itself a reversal and cannot be reversed", p.ev.Reverses)
+	case unknown == len(rs):
+		return EventResult{}, rank.Errorf(rank.CodeUnknownEvent, "event %s is unknown on every board of %s", p.ev.Reverses, p.ev.User)
+	}
+	if reversed > 0 && unknown+reversed == len(rs) {
+		res.Duplicate = true // already reversed (by this or another reversal): nothing changed
+	}
+	if sawImprove {
+		res.Improved = &improvedAny
+	}
+	return res, nil
+}
+
+func (s *Service) logApplied(p *plan, b shard.Board, r store.WriteResult) {
+	var before, after int64
+	if r.Before != nil {
+		before = p.fam.enc.PointsOf(*r.Before)
+	}
+	if r.After != nil {
+		after = p.fam.enc.PointsOf(*r.After)
+	}
+	attrs := []any{"family", p.fam.cfg.Name, "period", p.period.ID, "board", b.String(), "member", p.ev.User,
+		"event_id", p.ev.EventID, "points_before", before, "points_after", after, "rules_version", p.fam.cfg.RulesVersion}
+	switch {
+	case p.ev.Reverses != "":
+		attrs = append(attrs, "reverses", p.ev.Reverses, "delta", after-before)
+	case p.ev.Delta != nil:
+		attrs = append(attrs, "delta", *p.ev.Delta)
+	case p.ev.Value != nil:
+		attrs = append(attrs, "value", *p.ev.Value, "improved", r.Status == "ok")
+	}
+	s.log.Info("event applied", attrs...)
+}
+
+// Project sets a member's absolute total on one board of a projection
+// family, applied only for a newer version.
+func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Projection) (ProjectionResult, error) {
+	f, err := s.family(ref.Family)
+	if err != nil {
+		return ProjectionResult{}, err
+	}
+	if !f.cfg.Projection() {
+		return ProjectionResult{}, rank.Errorf(rank.CodeWrongSource, "family %s takes events (POST /v1/events), not projections", f.cfg.Name)
+	}
+	if !rank.ValidMember(user) {
+		return ProjectionResult{}, rank.Invalid("user", "user must match [A-Za-z0-9_.@-]{1,64}")
+	}
+	if pr.Version < 1 || pr.Version >= rank.MaxSafe {
+		return ProjectionResult{}, rank.Invalid("version", "version must be within 1..2^53−1")
+	}
+	if err := f.enc.CheckPoints("points", pr.Points); err != nil {
+		return ProjectionResult{}, err
+	}
+	b, err := s.resolve(ctx, ref)
+	if err != nil {
+		return ProjectionResult{}, err
+	}
+	now := s.now()
+	if f.closedAt(b.period, now) {
+		return ProjectionResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is closed", b.period.ID, f.cfg.Name)
+	}
+	sc, err := s.ensurePeriod(ctx, f, b.period.ID)
+	if err != nil {
+		return ProjectionResult{}, err
+	}
+	n := sc[b.b.DimType]
+	var seq int64
+	if f.enc.TieFirst() {
+		if seq, err = s.be.TakeSeq(ctx, s.layout.Period(f.cfg.Name, b.period.ID), 1); err != nil {
+			return ProjectionResult{}, rank.Unavailable(err, "taking an achievement number")
+		}
+	}
+	r := s.be.Write(ctx, []store.Write{{Kind: store.KindProject, Keys: s.layout.Keys(b.b, shard.Of(user, n), n), Member: user,
+		Version: pr.Version, Value: f.enc.Stored(pr.Points), B: f.enc.B, Seq: seq, MaxPoints: f.enc.MaxPoints,
+		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion}})[0]
+	if r.Err != nil {
+		return ProjectionResult{}, rank.Unavailable(r.Err, "projection on %s; retry", b.name())
+	}
+	s.registerBoards(ctx, []plan{{fam: f, period: b.period, boards: []shard.Board{b.b}}})
+	out := ProjectionResult{Board: b.name()}
+	if r.After != nil {
+		out.Points = f.enc.PointsOf(*r.After)
+	}
+	switch r.Status {
+	case "ok":
+		out.Applied, out.Version = true, r.Version
+		s.m.events.WithLabelValues(f.cfg.Name, "projected").Inc()
+		s.log.Info("projection applied", "family", f.cfg.Name, "period", b.period.ID, "board", b.name(), "member", user,
+			"version", pr.Version, "points", pr.Points, "rules_version", f.cfg.RulesVersion)
+	case "stale":
+		out.CurrentVersion = r.Version
+		s.m.events.WithLabelValues(f.cfg.Name, "stale").Inc()
+	case "closed":
+		return ProjectionResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is frozen", b.period.ID, f.cfg.Name)
+	case "range":
+		return ProjectionResult{}, &rank.Error{Code: rank.CodeOutOfRange, Field: "points", Message: "points or achievement number out of range"}
+	default:
+		return ProjectionResult{}, rank.Unavailable(nil, "unexpected projection status %q", r.Status)
+	}
+	return out, nil
+}
+
+// PutProfile stores a member's display profile.
+func (s *Service) PutProfile(ctx context.Context, user string, p Profile) error {
+	if !rank.ValidMember(user) {
+		return rank.Invalid("user", "user must match [A-Za-z0-9_.@-]{1,64}")
+	}
+	if len(p.Name) > 128 || !printable(p.Name) {
+		return rank.Invalid("name", "name must be printable UTF-8 of at most 128 bytes")
+	}
+	if len(p.Avatar) > 1024 || !printable(p.Avatar) {
+		return rank.Invalid("avatar", "avatar must be printable UTF-8 of at most 1024 bytes")
+	}
+	fields := map[string]string{}
+	if p.Name != "" {
+		fields["name"] = p.Name
+	}
+	if p.Avatar != "" {
+		fields["avatar"] = p.Avatar
+	}
+	if err := s.be.PutProfile(ctx, s.layout.Profile(user), fields); err != nil {
+		return rank.Unavailable(err, "storing profile")
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,294 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/rank"
+)
+
+// Writes.
+
+func (s *server) event(w http.ResponseWriter, r *http.Request) error {
+	data, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	ev, err := decodeEvent(data, "")
+	if err != nil {
+		return err
+	}
+	res, err := s.svc.ApplyEvent(r.Context(), ev)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, eventResult(res))
+}
+
+type batchRequest struct {
+	Events []json.RawMessage `json:"events"`
+}
+
+type batchResponse struct {
+	Results []any `json:"results"`
+}
+
+func (s *server) batch(w http.ResponseWriter, r *http.Request) error {
+	var req batchRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	evs := make([]gateway.Event, len(req.Events))
+	for i, raw := range req.Events {
+		ev, err := decodeEvent(raw, "events["+strconv.Itoa(i)+"]")
+		if err != nil {
+			return err
+		}
+		evs[i] = ev
+	}
+	items, err := s.svc.ApplyBatch(r.Context(), evs)
+	if err != nil {
+		return err
+	}
+	if len(items) != len(evs) {
+		return fmt.Errorf("batch of %d events answered with %d items", len(evs), len(items))
+	}
+	out := batchResponse{Results: make([]any, len(items))}
+	for i, it := range items {
+		switch {
+		case it.Err != nil:
+			out.Results[i] = errorEnvelope{Error: s.public(r, it.Err)}
+		case it.Result != nil:
+			out.Results[i] = eventResult(*it.Result)
+		default:
+			out.Results[i] = errorEnvelope{Error: s.public(r, fmt.Errorf("batch item %d has neither result nor error", i))}
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func eventResult(res gateway.EventResult) gateway.EventResult {
+	if res.Boards == nil {
+		res.Boards = []gateway.BoardPoints{}
+	}
+	return res
+}
+
+func (s *server) project(w http.ResponseWriter, r *http.Request) error {
+	var p gateway.Projection
+	if err := decodeBody(w, r, &p); err != nil {
+		return err
+	}
+	res, err := s.svc.Project(r.Context(), boardOf(r), r.PathValue("member"), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+type profileResponse struct {
+	User    string          `json:"user"`
+	Profile gateway.Profile `json:"profile"`
+}
+
+func (s *server) putProfile(w http.ResponseWriter, r *http.Request) error {
+	var p gateway.Profile
+	if err := decodeBody(w, r, &p); err != nil {
+		return err
+	}
+	user := r.PathValue("member")
+	if err := s.svc.PutProfile(r.Context(), user, p); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, profileResponse{User: user, Profile: p})
+}
+
+// Reads.
+
+func (s *server) top(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	limit := q.int("limit", defaultTopLimit)
+	o := q.readOptions()
+	if q.err != nil {
+		return q.err
+	}
+	page, err := s.svc.Top(r.Context(), boardOf(r), limit, o)
+	if err != nil {
+		return err
+	}
+	return writePage(w, page)
+}
+
+func (s *server) member(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	o := q.readOptions()
+	if q.err != nil {
+		return q.err
+	}
+	m, err := s.svc.Member(r.Context(), boardOf(r), r.PathValue("member"), o)
+	if err != nil {
+		return err
+	}
+	return writeRead(w, m.ReadMeta, m)
+}
+
+func (s *server) around(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	radius := q.int("radius", defaultRadius)
+	o := q.readOptions()
+	if q.err != nil {
+		return q.err
+	}
+	page, err := s.svc.Around(r.Context(), boardOf(r), r.PathValue("member"), radius, o)
+	if err != nil {
+		return err
+	}
+	return writePage(w, page)
+}
+
+func (s *server) entries(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	pq := gateway.PageQuery{Limit: q.int("limit", defaultEntriesLimit)}
+	pq.Cursor, _ = q.str("cursor")
+	pq.Snapshot, _ = q.str("snapshot")
+	if _, ok := q.str("offset"); ok {
+		pq.Offset, pq.HasOffset = q.int("offset", 0), true
+	}
+	o := q.readOptions()
+	if q.err != nil {
+		return q.err
+	}
+	switch {
+	case pq.Cursor != "" && pq.HasOffset:
+		return rank.Invalid("offset", "cursor and offset are exclusive: a page is read by one or the other")
+	case pq.Cursor != "" && pq.Snapshot != "":
+		return rank.Invalid("cursor", "snapshot pages are read by offset, not cursor")
+	}
+	page, err := s.svc.Entries(r.Context(), boardOf(r), pq, o)
+	if err != nil {
+		return err
+	}
+	return writePage(w, page)
+}
+
+type lookupRequest struct {
+	Users []string `json:"users"`
+}
+
+func (s *server) lookup(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	o := q.readOptions()
+	if q.err != nil {
+		return q.err
+	}
+	var req lookupRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	page, err := s.svc.Lookup(r.Context(), boardOf(r), req.Users, o)
+	if err != nil {
+		return err
+	}
+	return writePage(w, page)
+}
+
+func (s *server) count(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	lo := q.int64("min", -maxExact)
+	hi := q.int64("max", maxExact)
+	o := q.readOptions()
+	if q.err != nil {
+		return q.err
+	}
+	c, err := s.svc.Count(r.Context(), boardOf(r), lo, hi, o)
+	if err != nil {
+		return err
+	}
+	return writeRead(w, c.ReadMeta, c)
+}
+
+func (s *server) rangeQuery(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	rq := gateway.RangeQuery{
+		Min:   q.int64("min", -maxExact),
+		Max:   q.int64("max", maxExact),
+		Limit: q.int("limit", defaultRangeLimit),
+	}
+	rq.Cursor, _ = q.str("cursor")
+	o := q.readOptions()
+	if q.err != nil {
+		return q.err
+	}
+	page, err := s.svc.Range(r.Context(), boardOf(r), rq, o)
+	if err != nil {
+		return err
+	}
+	return writePage(w, page)
+}
+
+func (s *server) period(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	at := q.time("at")
+	if q.err != nil {
+		return q.err
+	}
+	info, err := s.svc.Period(r.Context(), r.PathValue("family"), at)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, info)
+}
+
+func writePage(w http.ResponseWriter, p gateway.Page) error {
+	if p.Entries == nil {
+		p.Entries = []rank.Entry{}
+	}
+	return writeRead(w, p.ReadMeta, p)
+}
+
+// writeRead answers a read, cacheable by clients only when the gateway
+// served it from its cache, and for no longer than the cache keeps it.
+func writeRead(w http.ResponseWriter, meta gateway.ReadMeta, v any) error {
+	w.Header().Set("Cache-Control", cacheControl(meta))
+	return writeJSON(w, http.StatusOK, v)
+}
+
+func cacheControl(m gateway.ReadMeta) string {
+	if m.Source != gateway.SourceCache || m.MaxAge <= 0 || m.Partial {
+		return "no-store"
+	}
+	secs := (m.MaxAge + time.Second - 1) / time.Second
+	return "max-age=" + strconv.FormatInt(int64(secs), 10)
+}
+
+// Service endpoints.
+
+type statusBody struct {
+	Status string `json:"status"`
+}
+
+func (s *server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	return writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
+}
+
+// readyz is 200 when the gateway can serve, else 503 unavailable, whatever
+// the code of the failure.
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
+	err := s.svc.Ready(r.Context())
+	if err == nil {
+		return writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
+	}
+	s.log.WarnContext(r.Context(), "not ready", attrs(r, err)...)
+	msg := "not ready"
+	var e *rank.Error
+	if errors.As(err, &e) && statusOf(e.Code) != http.StatusInternalServerError {
+		msg = "not ready: " + e.Message
+	}
+	writeErrorBody(w, errorBody{Code: rank.CodeUnavailable, Message: msg})
+	return nil
+}

@@ -1,0 +1,131 @@
+// Package httpapi is rankgate's HTTP layer (API.md): routing, strict JSON and
+// query decoding, the one error → status map, request metrics, access logs
+// and panic recovery. It checks syntax only; the gateway checks meaning
+// (families, ids, limits, ranges) and answers with *rank.Error.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rankgate/rankgate/internal/gateway"
+)
+
+// Service is what the HTTP layer needs from the gateway.
+type Service interface {
+	ApplyEvent(ctx context.Context, ev gateway.Event) (gateway.EventResult, error)
+	ApplyBatch(ctx context.Context, evs []gateway.Event) ([]gateway.BatchItem, error)
+	Project(ctx context.Context, b gateway.BoardRef, user string, p gateway.Projection) (gateway.ProjectionResult, error)
+	PutProfile(ctx context.Context, user string, p gateway.Profile) error
+	Top(ctx context.Context, b gateway.BoardRef, limit int, o gateway.ReadOptions) (gateway.Page, error)
+	Member(ctx context.Context, b gateway.BoardRef, user string, o gateway.ReadOptions) (gateway.MemberStanding, error)
+	Around(ctx context.Context, b gateway.BoardRef, user string, radius int, o gateway.ReadOptions) (gateway.Page, error)
+	Entries(ctx context.Context, b gateway.BoardRef, q gateway.PageQuery, o gateway.ReadOptions) (gateway.Page, error)
+	Lookup(ctx context.Context, b gateway.BoardRef, users []string, o gateway.ReadOptions) (gateway.Page, error)
+	Count(ctx context.Context, b gateway.BoardRef, min, max int64, o gateway.ReadOptions) (gateway.Count, error)
+	Range(ctx context.Context, b gateway.BoardRef, q gateway.RangeQuery, o gateway.ReadOptions) (gateway.Page, error)
+	// Period answers the period of family at a time; a zero at means now.
+	Period(ctx context.Context, family string, at time.Time) (gateway.PeriodInfo, error)
+	Ready(ctx context.Context) error
+}
+
+// Options are the dependencies of the handler. Every field may be nil.
+type Options struct {
+	// Logger receives access logs and the causes of 5xx answers; nil discards.
+	Logger *slog.Logger
+	// Registerer takes the request metrics; nil leaves them unregistered.
+	Registerer prometheus.Registerer
+	// Gatherer is served on GET /metrics; nil leaves /metrics unrouted.
+	Gatherer prometheus.Gatherer
+	// Auth, when set, wraps every /v1 route (not /healthz, /readyz,
+	// /metrics). It runs after routing, so r.Pattern names the route. It
+	// answers its own refusals.
+	Auth func(http.Handler) http.Handler
+}
+
+// Default query values (API.md "Reads").
+const (
+	defaultTopLimit     = 10
+	defaultEntriesLimit = 50
+	defaultRangeLimit   = 50
+	defaultRadius       = 2
+	// Count and range bounds default to every exact integer score.
+	maxExact int64 = 1<<53 - 1
+)
+
+var _ http.Handler = (*server)(nil)
+
+type server struct {
+	svc     Service
+	log     *slog.Logger
+	metrics *metrics
+	mux     *http.ServeMux
+}
+
+// New builds the rankgate HTTP handler.
+func New(svc Service, opts Options) (http.Handler, error) {
+	if svc == nil {
+		return nil, errors.New("httpapi: nil Service")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{svc: svc, log: log, metrics: m, mux: http.NewServeMux()}
+	s.routes(opts.Auth, opts.Gatherer)
+	return s, nil
+}
+
+const board = "/v1/boards/{family}/{period}/{dimension}"
+
+func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gatherer) {
+	api := func(pattern string, h apiFunc) {
+		var hh http.Handler = s.adapt(h)
+		if auth != nil {
+			hh = auth(hh)
+		}
+		s.mux.Handle(pattern, hh)
+	}
+	// Writes.
+	api("POST /v1/events", s.event)
+	api("POST /v1/events:batch", s.batch)
+	api("PUT "+board+"/members/{member}", s.project)
+	api("PUT /v1/profiles/{member}", s.putProfile)
+	// Reads.
+	api("GET "+board+"/top", s.top)
+	api("GET "+board+"/members/{member}", s.member)
+	api("GET "+board+"/members/{member}/around", s.around)
+	api("GET "+board+"/entries", s.entries)
+	api("POST "+board+"/members:lookup", s.lookup)
+	api("GET "+board+"/count", s.count)
+	api("GET "+board+"/range", s.rangeQuery)
+	api("GET /v1/families/{family}/period", s.period)
+	// Service.
+	s.mux.Handle("GET /healthz", s.adapt(s.healthz))
+	s.mux.Handle("GET /readyz", s.adapt(s.readyz))
+	if g != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	}
+}
+
+// apiFunc is a handler that reports failure by returning it; adapt writes
+// the error in the one error shape.
+type apiFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *server) adapt(h apiFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}

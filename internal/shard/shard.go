@@ -1,0 +1,164 @@
+// Package shard owns the key layout (DESIGN.md §2): board → shard keys and
+// hash tags, period keys, profile keys, member → shard, and key → slot. It is
+// the only package that builds key strings. Pure: no Redis, no HTTP.
+package shard
+
+import (
+	"strconv"
+	"strings"
+)
+
+// National is the dimension without a value.
+const National = "national"
+
+// Board names one leaderboard: family + period + dimension.
+type Board struct {
+	Family   string
+	Period   string
+	DimType  string // "national" or a declared dimension type
+	DimValue string // empty for national
+}
+
+// Dimension returns "national" or "type:value".
+func (b Board) Dimension() string {
+	if b.DimType == National {
+		return National
+	}
+	return b.DimType + ":" + b.DimValue
+}
+
+// String returns "family/period/dimension", the board's name in the API.
+func (b Board) String() string { return b.Family + "/" + b.Period + "/" + b.Dimension() }
+
+// ParseDimension splits "national" or "type:value". It does not validate the
+// characters; callers validate type and value with internal/rank.
+func ParseDimension(s string) (dimType, dimValue string, ok bool) {
+	if s == National {
+		return National, "", true
+	}
+	t, v, found := strings.Cut(s, ":")
+	if !found || t == "" || v == "" || t == National {
+		return "", "", false
+	}
+	return t, v, true
+}
+
+// Layout builds keys under a prefix.
+type Layout struct {
+	Prefix string
+}
+
+// Keys are the keys of one board shard; all share one hash tag.
+type Keys struct {
+	Z    string // ZSET member → score
+	M    string // HASH member → projection version (projection families)
+	Ev   string // HASH event id → applied record (dedupe + reversal look-up)
+	Meta string // HASH state, rules version, created
+	Tag  string // "{family:dimension:shard}" without braces
+}
+
+// Snapshot returns the key of a snapshot copy of this shard.
+func (k Keys) Snapshot(id string) string { return k.base() + "snap:" + id }
+
+func (k Keys) base() string { return strings.TrimSuffix(k.Z, "z") }
+
+// ShardWidth is the number of digits a shard index is printed with for a
+// board of n shards: at least 2, so "07" of 16.
+func ShardWidth(n int) int {
+	w := len(strconv.Itoa(n - 1))
+	if w < 2 {
+		w = 2
+	}
+	return w
+}
+
+// Tag returns the hash tag (without braces) of shard i of n of a board.
+func (l Layout) Tag(b Board, i, n int) string {
+	var sb strings.Builder
+	sb.Grow(len(b.Family) + len(b.DimType) + len(b.DimValue) + 8)
+	writeTag(&sb, b, i, n)
+	return sb.String()
+}
+
+func writeTag(sb *strings.Builder, b Board, i, n int) {
+	sb.WriteString(b.Family)
+	sb.WriteByte(':')
+	sb.WriteString(b.DimType)
+	if b.DimValue != "" {
+		sb.WriteByte(':')
+		sb.WriteString(b.DimValue)
+	}
+	sb.WriteByte(':')
+	var d [8]byte
+	s := strconv.AppendInt(d[:0], int64(i), 10)
+	for w := ShardWidth(n) - len(s); w > 0; w-- {
+		sb.WriteByte('0')
+	}
+	sb.Write(s)
+}
+
+// ZKey returns only the sorted-set key of shard i of n: the read hot path.
+func (l Layout) ZKey(b Board, i, n int) string {
+	var sb strings.Builder
+	sb.Grow(len(l.Prefix) + len(b.Family) + len(b.DimType) + len(b.DimValue) + len(b.Period) + 16)
+	l.writeBase(&sb, b, i, n)
+	sb.WriteByte('z')
+	return sb.String()
+}
+
+func (l Layout) writeBase(sb *strings.Builder, b Board, i, n int) {
+	sb.WriteString(l.Prefix)
+	sb.WriteString(":{")
+	writeTag(sb, b, i, n)
+	sb.WriteString("}:")
+	sb.WriteString(b.Period)
+	sb.WriteByte(':')
+}
+
+// Keys returns every key of shard i of n of a board.
+func (l Layout) Keys(b Board, i, n int) Keys {
+	var sb strings.Builder
+	l.writeBase(&sb, b, i, n)
+	base := sb.String()
+	tag := base[len(l.Prefix)+2 : strings.IndexByte(base, '}')]
+	return Keys{Z: base + "z", M: base + "m", Ev: base + "ev", Meta: base + "meta", Tag: tag}
+}
+
+// PeriodKeys are the keys of one family period; all share the tag
+// "{family:period}".
+type PeriodKeys struct {
+	Seq    string // STRING achievement counter
+	Meta   string // HASH state, shard counts per dimension type, rules version
+	Boards string // SET of dimension names ("national", "province:zhejiang")
+	Late   string // STREAM of events refused as late, kept for review
+}
+
+// Period returns the keys of a family period.
+func (l Layout) Period(family, period string) PeriodKeys {
+	base := l.Prefix + ":{" + family + ":" + period + "}:"
+	return PeriodKeys{Seq: base + "seq", Meta: base + "meta", Boards: base + "boards", Late: base + "late"}
+}
+
+// Profile returns the HASH key of a member's display profile, under its own tag.
+func (l Layout) Profile(member string) string {
+	return l.Prefix + ":{p:" + member + "}:profile"
+}
+
+// Of returns the shard of member on a board of n shards: FNV-1a 64 of the
+// member bytes modulo n. Stable across processes and releases (never Go's map
+// hash); changing it would move every member, so it is pinned by a test.
+func Of(member string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	const (
+		offset64 = 14695981039346656037
+		prime64  = 1099511628211
+	)
+	h := uint64(offset64)
+	for i := 0; i < len(member); i++ {
+		h ^= uint64(member[i])
+		h *= prime64
+	}
+	return int(h % uint64(n))
+}

@@ -1,0 +1,166 @@
+package shard
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestKeys(t *testing.T) {
+	t.Parallel()
+	l := Layout{Prefix: "rk"}
+	cases := []struct {
+		title string
+		b     Board
+		i, n  int
+		z     string
+		tag   string
+	}{
+		{"national shard 7 of 16", Board{"learning", "2026-W34", National, ""}, 7, 16,
+			"rk:{learning:national:07}:2026-W34:z", "learning:national:07"},
+		{"province single shard", Board{"learning", "2026-W34", "province", "zhejiang"}, 0, 1,
+			"rk:{learning:province:zhejiang:00}:2026-W34:z", "learning:province:zhejiang:00"},
+		{"wide board pads to width", Board{"game", "all", National, ""}, 5, 1024,
+			"rk:{game:national:0005}:all:z", "game:national:0005"},
+	}
+	for _, c := range cases {
+		t.Run(c.title, func(t *testing.T) {
+			t.Parallel()
+			k := l.Keys(c.b, c.i, c.n)
+			if k.Z != c.z || k.Tag != c.tag {
+				t.Fatalf("Keys = %+v, want z %q tag %q", k, c.z, c.tag)
+			}
+			if z := l.ZKey(c.b, c.i, c.n); z != c.z {
+				t.Fatalf("ZKey = %q, want %q", z, c.z)
+			}
+			for _, key := range []string{k.Z, k.M, k.Ev, k.Meta, k.Snapshot("abc")} {
+				if Slot(key) != Slot(k.Z) {
+					t.Fatalf("%s leaves the slot of %s", key, k.Z)
+				}
+				if !strings.Contains(key, "{"+c.tag+"}") {
+					t.Fatalf("%s lacks tag %s", key, c.tag)
+				}
+			}
+		})
+	}
+}
+
+func TestPeriodKeysShareTag(t *testing.T) {
+	t.Parallel()
+	pk := Layout{Prefix: "rk"}.Period("learning", "2026-W34")
+	if pk.Seq != "rk:{learning:2026-W34}:seq" {
+		t.Fatalf("seq key %q", pk.Seq)
+	}
+	for _, k := range []string{pk.Meta, pk.Boards, pk.Late} {
+		if Slot(k) != Slot(pk.Seq) {
+			t.Fatalf("%s not in the slot of %s", k, pk.Seq)
+		}
+	}
+}
+
+// Known vectors from the Redis Cluster specification and redis-cli.
+func TestSlot(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		key  string
+		slot int
+	}{
+		{"123456789", 12739}, // CRC16 check value 0x31C3
+		{"foo", 12182},
+		{"bar", 5061},
+		{"{user1000}.following", 3443},
+		{"user1000", 3443},
+		{"foo{}{bar}", 8363}, // empty first tag: the whole key is hashed
+		{"foo{{bar}}zap", 4015}, // tag is "{bar"
+		{"foo{bar}{zap}", 5061}, // first tag only: "bar"
+	}
+	for _, c := range cases {
+		if got := Slot(c.key); got != c.slot {
+			t.Errorf("Slot(%q) = %d, want %d", c.key, got, c.slot)
+		}
+	}
+}
+
+// The member → shard mapping must never change: it decides where every
+// member of every board lives.
+func TestOfIsPinned(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		member string
+		n      int
+		want   int
+	}{
+		{"u1001", 1, 0},
+		{"u1001", 16, 14},
+		{"u1001", 1024, 750},
+		{"u1002", 16, 11},
+		{"alice", 1024, 263},
+	}
+	for _, c := range cases {
+		if got := Of(c.member, c.n); got != c.want {
+			t.Errorf("Of(%q, %d) = %d, want %d", c.member, c.n, got, c.want)
+		}
+	}
+	// FNV-1a 64 vectors: "a" → 0xaf63dc4c8601ec8c.
+	if got, want := Of("a", 1<<30), int(uint64(0xaf63dc4c8601ec8c)%(1<<30)); got != want {
+		t.Fatalf("Of(a) = %d, want %d", got, want)
+	}
+	// Spread: 16 shards, 16000 members, each shard within ±15% of 1000.
+	counts := make([]int, 16)
+	for i := 0; i < 16000; i++ {
+		counts[Of(fmt.Sprintf("u%d", i), 16)]++
+	}
+	for s, c := range counts {
+		if c < 850 || c > 1150 {
+			t.Fatalf("shard %d holds %d of 16000 members: %v", s, c, counts)
+		}
+	}
+}
+
+func TestParseDimension(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in     string
+		t, v   string
+		wantOK bool
+	}{
+		{"national", "national", "", true},
+		{"province:zhejiang", "province", "zhejiang", true},
+		{"province:", "", "", false},
+		{":x", "", "", false},
+		{"province", "", "", false},
+		{"national:x", "", "", false},
+	}
+	for _, c := range cases {
+		tt, v, ok := ParseDimension(c.in)
+		if ok != c.wantOK || tt != c.t || v != c.v {
+			t.Errorf("ParseDimension(%q) = %q %q %v", c.in, tt, v, ok)
+		}
+	}
+}
+
+func BenchmarkMemberToKey(b *testing.B) {
+	l := Layout{Prefix: "rk"}
+	bd := Board{"learning", "2026-W34", National, ""}
+	b.ReportAllocs()
+	for b.Loop() {
+		i := Of("u1234567", 16)
+		_ = l.ZKey(bd, i, 16)
+	}
+}
+
+func BenchmarkOf(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Of("u1234567", 16)
+	}
+}
+
+func BenchmarkKeys(b *testing.B) {
+	l := Layout{Prefix: "rk"}
+	bd := Board{"learning", "2026-W34", "province", "zhejiang"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = l.Keys(bd, 3, 16)
+	}
+}

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// ClientOptions configure a Redis client (DESIGN.md §8).
+type ClientOptions struct {
+	Addrs        []string
+	Username     string
+	Password     string
+	TLS          *tls.Config
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	PoolSize     int
+	// ReloadInterval bounds how stale the slot map may get (1–2 s; go-redis
+	// defaults to 60 s, far too long after a failover).
+	ReloadInterval time.Duration
+	// Cluster forces cluster mode; when false a single address means a
+	// standalone node and more mean a cluster.
+	Cluster bool
+	// ReadOnly routes read-only commands to replicas (RouteByLatency).
+	ReadOnly bool
+	Logger   *slog.Logger
+}
+
+// NewClient builds a go-redis client: a ClusterClient for a cluster, a plain
+// Client for one standalone node. ContextTimeoutEnabled is on, so a context
+// deadline cuts a command short; the cluster slot map reloads every
+// ReloadInterval and also after a dial error, because go-redis does not reload
+// it on "connection refused" (go-redis #3979).
+func NewClient(o ClientOptions) (redis.UniversalClient, error) {
+	if len(o.Addrs) == 0 {
+		return nil, errors.New("redis: no addresses")
+	}
+	if o.ReloadInterval <= 0 {
+		o.ReloadInterval = time.Second
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if len(o.Addrs) == 1 && !o.Cluster {
+		return redis.NewClient(&redis.Options{
+			Addr: o.Addrs[0], Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
+			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+			PoolSize: o.PoolSize, ContextTimeoutEnabled: true, MaintNotificationsConfig: maint,
+		}), nil
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolSize: o.PoolSize, ContextTimeoutEnabled: true, MaintNotificationsConfig: maint,
+		ClusterStateReloadInterval: o.ReloadInterval,
+		ReadOnly:                   o.ReadOnly, RouteByLatency: o.ReadOnly,
+	})
+	c.OnNewNode(func(node *redis.Client) {
+		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: node.Options().Addr})
+	})
+	return c, nil
+}
+
+// reloadOnDialError asks the cluster client for a (coalesced, lazy) slot-map
+// reload whenever dialling a node fails, so a dead master's slots move to its
+// promoted replica within one reload rather than one ReloadInterval.
+type reloadOnDialError struct {
+	cluster *redis.ClusterClient
+	log     *slog.Logger
+	addr    string
+}
+
+func (h reloadOnDialError) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			h.log.Warn("redis dial failed; reloading slot map", "addr", addr, "err", err)
+			h.cluster.ReloadState(context.WithoutCancel(ctx))
+		}
+		return conn, err
+	}
+}
+
+func (h reloadOnDialError) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h reloadOnDialError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// forEachMaster runs fn on every master of a cluster, or on the one node.
+func forEachMaster(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, n *redis.Client) error) error {
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		return cc.ForEachMaster(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, cc)
+	default:
+		return fmt.Errorf("redis: unsupported client %T", c)
+	}
+}
+
+// forEachNode runs fn on every node (masters and replicas).
+func forEachNode(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, n *redis.Client) error) error {
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		return cc.ForEachShard(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, cc)
+	default:
+		return fmt.Errorf("redis: unsupported client %T", c)
+	}
+}
+
+// Preload loads every script on every node, so that the first EVALSHA in a
+// pipeline finds it (NOSCRIPT inside a pipeline is not recovered by go-redis,
+// #3228). Replicas get them too, for EVALSHA_RO.
+func Preload(ctx context.Context, c redis.UniversalClient) error {
+	return forEachNode(ctx, c, func(ctx context.Context, n *redis.Client) error {
+		for name, s := range Scripts() {
+			if err := s.Load(ctx, n).Err(); err != nil {
+				return fmt.Errorf("load script %s on %s: %w", name, n.Options().Addr, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Readiness is what /readyz reports about Redis.
+type Readiness struct {
+	Cluster  bool     `json:"cluster"`
+	State    string   `json:"state"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Ready checks that Redis answers, that every slot is covered (cluster) and
+// that maxmemory-policy is noeviction on every master (an evicting policy
+// silently deletes leaderboards).
+func Ready(ctx context.Context, c redis.UniversalClient) (Readiness, error) {
+	r := Readiness{State: "ok"}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		r.Cluster = true
+		info, err := cc.ClusterInfo(ctx).Result()
+		if err != nil {
+			return r, fmt.Errorf("cluster info: %w", err)
+		}
+		if !strings.Contains(info, "cluster_state:ok") {
+			r.State = "fail"
+			return r, errors.New("cluster_state is not ok")
+		}
+		if !strings.Contains(info, "cluster_slots_ok:16384") {
+			r.State = "fail"
+			return r, errors.New("not every slot is covered")
+		}
+	} else if err := c.Ping(ctx).Err(); err != nil {
+		return r, fmt.Errorf("ping: %w", err)
+	}
+	err := forEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
+		v, err := n.ConfigGet(ctx, "maxmemory-policy").Result()
+		if err != nil {
+			return fmt.Errorf("config get on %s: %w", n.Options().Addr, err)
+		}
+		if p := v["maxmemory-policy"]; p != "noeviction" {
+			return fmt.Errorf("maxmemory-policy is %q on %s: boards would be evicted; set noeviction", p, n.Options().Addr)
+		}
+		return nil
+	})
+	if err != nil {
+		r.State = "fail"
+		return r, err
+	}
+	return r, nil
+}
+
+// Ready is Ready on the store's primary client, under the store's deadline.
+func (s *Store) Ready(ctx context.Context) error {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	_, err := Ready(ctx, s.rw)
+	return err
+}

@@ -1,0 +1,43 @@
+package store
+
+import (
+	"embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+// script assembles a script from its shebang, the shared helpers and its body.
+// Every script gets all its keys through KEYS and they share one hash tag
+// (internal/shard builds them; TestScriptKeysShareOneSlot checks it).
+func script(shebang, name string) *redis.Script {
+	common, err := scriptFS.ReadFile("scripts/common.lua")
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	body, err := scriptFS.ReadFile("scripts/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(shebang + "\n" + string(common) + "\n" + string(body))
+}
+
+// The scripts, declared once. Read-only ones carry flags=no-writes so that
+// they may run with EVALSHA_RO on replicas.
+var (
+	applyScript    = script("#!lua", "apply.lua")
+	reverseScript  = script("#!lua", "reverse.lua")
+	projectScript  = script("#!lua", "project.lua")
+	seekScript     = script("#!lua flags=no-writes", "seek.lua")
+	positionScript = script("#!lua flags=no-writes", "position.lua")
+)
+
+// Scripts lists every script with its name, for preloading and tests.
+func Scripts() map[string]*redis.Script {
+	return map[string]*redis.Script{
+		"apply": applyScript, "reverse": reverseScript, "project": projectScript,
+		"seek": seekScript, "position": positionScript,
+	}
+}

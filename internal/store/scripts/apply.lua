@@ -1,0 +1,44 @@
+-- apply.lua: one point event on one board shard.
+-- KEYS: 1 z (zset), 2 ev (dedupe hash), 3 meta (state hash) — one hash tag.
+-- ARGV: 1 event id, 2 member, 3 mode (sum | gt | lt, in stored space),
+--       4 stored delta or value, 5 B (0: tie member), 6 achievement seq,
+--       7 max |stored points|, 8 now (unix ms), 9 rules version.
+-- Returns {status, score before or '', score after or ''} with status
+-- ok | same (max/min: not an improvement) | dup | closed | range.
+local z, ev, meta = KEYS[1], KEYS[2], KEYS[3]
+local id, member, mode = ARGV[1], ARGV[2], ARGV[3]
+local v, B, seq, maxp = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+
+local cur = redis.call('ZSCORE', z, member)
+if redis.call('HEXISTS', ev, id) == 1 then return {'dup', cur or '', cur or ''} end
+local st = closed_state(meta)
+if st then return {'closed', st, cur or ''} end
+
+local P, curSeq = decode(cur, B)
+local newP
+if mode == 'sum' then
+  newP = (P or 0) + v
+elseif mode == 'gt' then
+  if P == nil or v > P then newP = v end
+elseif mode == 'lt' then
+  if P == nil or v < P then newP = v end
+else
+  return redis.error_reply('ERR rankgate apply: bad mode')
+end
+
+touch_meta(meta, ARGV[8], ARGV[9])
+if newP == nil then
+  -- Recorded so that a replay is a duplicate; nothing to reverse.
+  redis.call('HSET', ev, id, '0|' .. fmt(curSeq or -1) .. '|' .. fmt(curSeq or -1))
+  return {'same', cur, cur}
+end
+if newP > maxp or newP < -maxp then return {'range', cur or '', cur or ''} end
+if B > 0 and (seq < 0 or seq >= B) then return {'range', cur or '', cur or ''} end
+
+local score = fmt(encode(newP, B, seq))
+redis.call('ZADD', z, score, member)
+-- record: applied delta | seq before (-1: member was absent) | seq after
+local before = -1
+if P ~= nil then before = curSeq end
+redis.call('HSET', ev, id, fmt(newP - (P or 0)) .. '|' .. fmt(before) .. '|' .. fmt(seq))
+return {'ok', cur or '', score}

@@ -1,0 +1,69 @@
+-- common.lua: helpers prepended to every script body (after its #!lua line).
+-- Scores travel as decimal strings: a Lua number handed back to Redis is
+-- truncated to an integer, and every score here is an integer within ±2^53.
+
+local function fmt(x)
+  return string.format('%.17g', x)
+end
+
+-- bytes_lt: a < b in memcmp order, the order Redis uses for equal scores.
+-- Lua's own '<' on strings uses strcoll, which depends on the server locale.
+local function bytes_lt(a, b)
+  local la, lb = #a, #b
+  local n = la
+  if lb < n then n = lb end
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return la < lb
+end
+
+-- decode: stored score → stored points and achievement seq (nil when absent).
+local function decode(cur, B)
+  if not cur then return nil, nil end
+  local s = tonumber(cur)
+  if B == 0 then return s, 0 end
+  local q = math.floor(s / B)
+  local r = s - q * B
+  if r < 0 then q = q - 1; r = r + B elseif r >= B then q = q + 1; r = r - B end
+  return q, B - 1 - r
+end
+
+local function encode(p, B, seq)
+  if B == 0 then return p end
+  return p * B + (B - 1 - seq)
+end
+
+-- ahead_of: members of z strictly ahead of (s, m) in ZREVRANGE order, and
+-- whether m itself is in z with score s. An equal-score group is the index
+-- range [better, better + t), ordered by member bytes descending, so a binary
+-- search finds m's place in O(log t · log N) — never a scan of the group.
+local function ahead_of(z, s, m)
+  local ms = redis.call('ZSCORE', z, m)
+  if ms and tonumber(ms) == tonumber(s) then
+    return redis.call('ZREVRANK', z, m), true
+  end
+  local better = redis.call('ZCOUNT', z, '(' .. s, '+inf')
+  local t = redis.call('ZCOUNT', z, s, s)
+  local lo, hi = better, better + t
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local e = redis.call('ZREVRANGE', z, mid, mid)[1]
+    if bytes_lt(m, e) then lo = mid + 1 else hi = mid end
+  end
+  return lo, false
+end
+
+-- open_or_state: nil when the board shard takes writes, else its state.
+local function closed_state(meta)
+  local st = redis.call('HGET', meta, 'state')
+  if st and st ~= 'open' then return st end
+  return nil
+end
+
+local function touch_meta(meta, now, rules)
+  if redis.call('HSETNX', meta, 'state', 'open') == 1 then
+    redis.call('HSET', meta, 'created', now, 'rules', rules)
+  end
+end

@@ -1,0 +1,27 @@
+-- project.lua: set a member's absolute total from an upstream ledger, applied
+-- only when its version is newer than the stored one.
+-- KEYS: 1 z, 2 m (member → version hash), 3 meta — one hash tag.
+-- ARGV: 1 member, 2 version, 3 stored points, 4 B, 5 seq (used only when the
+--       points change), 6 max |stored points|, 7 now (unix ms), 8 rules version.
+-- Returns {status, version (stored or applied), score before or '', score after or ''}
+-- with status ok | stale | closed | range.
+local z, m, meta = KEYS[1], KEYS[2], KEYS[3]
+local member = ARGV[1]
+local version, p, B, seq, maxp = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+
+local cur = redis.call('ZSCORE', z, member)
+local st = closed_state(meta)
+if st then return {'closed', st, cur or '', cur or ''} end
+local cv = tonumber(redis.call('HGET', m, member) or '0')
+if version <= cv then return {'stale', fmt(cv), cur or '', cur or ''} end
+if p > maxp or p < -maxp then return {'range', fmt(cv), cur or '', cur or ''} end
+
+local P, curSeq = decode(cur, B)
+local useSeq = seq
+if P ~= nil and P == p then useSeq = curSeq end
+if B > 0 and (useSeq < 0 or useSeq >= B) then return {'range', fmt(cv), cur or '', cur or ''} end
+local score = fmt(encode(p, B, useSeq))
+touch_meta(meta, ARGV[7], ARGV[8])
+redis.call('ZADD', z, score, member)
+redis.call('HSET', m, member, fmt(version))
+return {'ok', fmt(version), cur or '', score}

@@ -1,0 +1,47 @@
+-- reverse.lua: subtract exactly what an earlier event added, once.
+-- KEYS: 1 z, 2 ev, 3 meta — one hash tag.
+-- ARGV: 1 reversal event id, 2 original event id, 3 member, 4 B, 5 new seq,
+--       6 max |stored points|, 7 now (unix ms), 8 rules version.
+-- Returns {status, score before or '', score after or ''} with status
+-- ok | dup | closed | unknown | reversed (already) | notreversible | range.
+local z, ev, meta = KEYS[1], KEYS[2], KEYS[3]
+local rid, oid, member = ARGV[1], ARGV[2], ARGV[3]
+local B, seq, maxp = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+
+local cur = redis.call('ZSCORE', z, member)
+if redis.call('HEXISTS', ev, rid) == 1 then return {'dup', cur or '', cur or ''} end
+local st = closed_state(meta)
+if st then return {'closed', st, cur or ''} end
+
+local rec = redis.call('HGET', ev, oid)
+if not rec then return {'unknown', cur or '', cur or ''} end
+if string.sub(rec, 1, 2) == 'R|' then return {'reversed', cur or '', cur or ''} end
+local d, sb, sa, tail = string.match(rec, '^(-?%d+)|(-?%d+)|(-?%d+)(.*)$')
+if not d or tail ~= '' then return {'notreversible', cur or '', cur or ''} end
+d, sb, sa = tonumber(d), tonumber(sb), tonumber(sa)
+
+local P, curSeq = decode(cur, B)
+local newP = (P or 0) - d
+if newP > maxp or newP < -maxp then return {'range', cur or '', cur or ''} end
+
+-- The event being undone is still the member's latest change: restore the
+-- state before it exactly (its seq, or absence). Otherwise the member reaches
+-- the new total now, with a new seq.
+local latest = (B == 0) or (curSeq == sa)
+local after = ''
+local newSeq = seq
+if latest and sb == -1 and newP == 0 then
+  redis.call('ZREM', z, member)
+  newSeq = -1
+else
+  if B > 0 then
+    if latest and sb >= 0 then newSeq = sb end
+    if newSeq < 0 or newSeq >= B then return {'range', cur or '', cur or ''} end
+  end
+  after = fmt(encode(newP, B, newSeq))
+  redis.call('ZADD', z, after, member)
+end
+touch_meta(meta, ARGV[7], ARGV[8])
+redis.call('HSET', ev, oid, 'R|' .. rec)
+redis.call('HSET', ev, rid, fmt(-d) .. '|' .. fmt(curSeq or -1) .. '|' .. fmt(newSeq) .. '|r:' .. oid)
+return {'ok', cur or '', after}

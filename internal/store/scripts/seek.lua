@@ -1,0 +1,46 @@
+-- seek.lua: the one ordered-read primitive. From a place in board order
+-- (ZREVRANGE order), return the next entries of one shard. O(log N + limit).
+-- KEYS: 1 z.
+-- ARGV: 1 mode: top | after (just after (score, member)) | le (first score ≤ score)
+--              | before (the `limit` entries just before (score, member)),
+--       2 score, 3 member, 4 limit,
+--       5 more_min: '' or a score; when set, also count members with score ≥ it,
+--       6 stop_min: '' or a score; entries below it end the page.
+-- Returns {start index, more count or -1, member1, score1, member2, score2, ...}.
+local z = KEYS[1]
+local mode, s, m, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local more = -1
+if ARGV[5] ~= '' then more = redis.call('ZCOUNT', z, ARGV[5], '+inf') end
+
+local start
+if mode == 'top' then
+  start = 0
+elseif mode == 'le' then
+  start = redis.call('ZCOUNT', z, '(' .. s, '+inf')
+elseif mode == 'after' then
+  local a, present = ahead_of(z, s, m)
+  start = a
+  if present then start = a + 1 end
+elseif mode == 'before' then
+  local a = ahead_of(z, s, m)
+  start = a - limit
+  if start < 0 then start = 0 end
+  limit = a - start
+else
+  return redis.error_reply('ERR rankgate seek: bad mode')
+end
+
+local out = {start, more}
+if limit <= 0 then return out end
+local r = redis.call('ZREVRANGE', z, start, start + limit - 1, 'WITHSCORES')
+if ARGV[6] ~= '' then
+  local floor = tonumber(ARGV[6])
+  for i = 1, #r, 2 do
+    if tonumber(r[i + 1]) < floor then break end
+    out[#out + 1] = r[i]
+    out[#out + 1] = r[i + 1]
+  end
+else
+  for i = 1, #r do out[#out + 1] = r[i] end
+end
+return out

@@ -1,0 +1,492 @@
+// Package store runs rankgate's Redis work: the Lua scripts, per-shard seek,
+// position and count calls, pipelined writes, period and profile keys. It
+// knows go-redis and the scripts' argument order; it does not build keys
+// (internal/shard does) nor merge shards (internal/gateway does).
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Timeout is the deadline given to a call whose context has none.
+	Timeout    time.Duration
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Store runs commands and scripts on a primary (masters) client and, for
+// stale-ok reads, an optional replica-reading client.
+type Store struct {
+	rw      redis.UniversalClient
+	ro      redis.UniversalClient
+	timeout time.Duration
+	log     *slog.Logger
+	m       *metrics
+}
+
+type metrics struct {
+	errors       *prometheus.CounterVec
+	noscript     prometheus.Counter
+	scriptErrors *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_redis_errors_total", Help: "Redis calls that failed, by operation.",
+		}, []string{"op"}),
+		noscript: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rankgate_redis_noscript_recovered_total", Help: "Pipelined EVALSHA calls re-run outside the pipeline after NOSCRIPT.",
+		}),
+		scriptErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_script_errors_total", Help: "Lua script calls that returned an error, by script.",
+		}, []string{"script"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// New builds a Store. ro may be nil: replica reads then go to the primaries.
+func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
+	if rw == nil {
+		return nil, errors.New("store: nil primary client")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{rw: rw, ro: ro, timeout: o.Timeout, log: o.Logger, m: m}, nil
+}
+
+// Primary returns the masters' client.
+func (s *Store) Primary() redis.UniversalClient { return s.rw }
+
+// HasReplica reports whether a replica-reading client is configured.
+func (s *Store) HasReplica() bool { return s.ro != nil }
+
+func (s *Store) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// reader picks the client for a read and whether to run scripts read-only.
+func (s *Store) reader(replica bool) (redis.UniversalClient, bool) {
+	if replica && s.ro != nil {
+		return s.ro, true
+	}
+	return s.rw, false
+}
+
+func (s *Store) fail(op string, err error) error {
+	if err != nil && !errors.Is(err, redis.Nil) {
+		s.m.errors.WithLabelValues(op).Inc()
+	}
+	return err
+}
+
+// ---- writes ----
+
+// WriteKind selects the script of a Write.
+type WriteKind int
+
+// Write kinds.
+const (
+	KindApply WriteKind = iota
+	KindReverse
+	KindProject
+)
+
+// Write is one scripted write on one board shard.
+type Write struct {
+	Kind WriteKind
+	Keys shard.Keys
+
+	Member string
+	// Apply: EventID, Mode (sum|gt|lt), Value (stored delta or value).
+	EventID string
+	Mode    string
+	Value   int64
+	// Reverse: EventID is the reversal's id, Reverses the original's.
+	Reverses string
+	// Project: Version, Value (stored total).
+	Version int64
+
+	B         int64 // 0: tie member
+	Seq       int64
+	MaxPoints int64
+	NowMs     int64
+	Rules     string
+}
+
+// WriteResult is a script's answer.
+type WriteResult struct {
+	// Status: ok | same | dup | closed | range | unknown | reversed |
+	// notreversible | stale.
+	Status  string
+	Before  *int64 // stored score before, nil when absent
+	After   *int64 // stored score after, nil when absent
+	Version int64  // project: the applied (ok) or stored (stale) version
+	State   string // closed: the board shard's state
+	Err     error
+}
+
+func (w Write) script() (*redis.Script, string) {
+	switch w.Kind {
+	case KindReverse:
+		return reverseScript, "reverse"
+	case KindProject:
+		return projectScript, "project"
+	default:
+		return applyScript, "apply"
+	}
+}
+
+func (w Write) keysArgs() ([]string, []any) {
+	switch w.Kind {
+	case KindReverse:
+		return []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
+			[]any{w.EventID, w.Reverses, w.Member, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules}
+	case KindProject:
+		return []string{w.Keys.Z, w.Keys.M, w.Keys.Meta},
+			[]any{w.Member, w.Version, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules}
+	default:
+		return []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
+			[]any{w.EventID, w.Member, w.Mode, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules}
+	}
+}
+
+// KeysOf returns the keys a write passes through KEYS (for the one-slot test).
+func KeysOf(w Write) []string { k, _ := w.keysArgs(); return k }
+
+// Write runs the writes in one pipelined round trip (go-redis splits it per
+// node and runs the nodes in parallel). A write whose EVALSHA met NOSCRIPT (a
+// restarted or promoted node, go-redis #3228) is re-run alone with Run, which
+// falls back to EVAL. Every result carries its own error.
+func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	out := make([]WriteResult, len(ws))
+	cmds := make([]*redis.Cmd, len(ws))
+	pipe := s.rw.Pipeline()
+	for i, w := range ws {
+		sc, _ := w.script()
+		keys, args := w.keysArgs()
+		cmds[i] = sc.EvalSha(ctx, pipe, keys, args...)
+	}
+	_, _ = pipe.Exec(ctx) // per-command errors are read below
+	for i, w := range ws {
+		sc, name := w.script()
+		cmd := cmds[i]
+		if isNoScript(cmd.Err()) {
+			s.m.noscript.Inc()
+			keys, args := w.keysArgs()
+			cmd = sc.Run(ctx, s.rw, keys, args...)
+		}
+		if err := cmd.Err(); err != nil {
+			s.m.scriptErrors.WithLabelValues(name).Inc()
+			out[i].Err = s.fail("write", fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, err))
+			continue
+		}
+		out[i] = parseWrite(w.Kind, cmd.Val())
+		if out[i].Err != nil {
+			out[i].Err = fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, out[i].Err)
+		}
+	}
+	return out
+}
+
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+func parseWrite(kind WriteKind, v any) WriteResult {
+	arr, ok := v.([]any)
+	if !ok || len(arr) < 3 {
+		return WriteResult{Err: fmt.Errorf("unexpected reply %v", v)}
+	}
+	str := func(i int) string { s, _ := arr[i].(string); return s }
+	r := WriteResult{Status: str(0)}
+	var err error
+	idx := 1
+	if kind == KindProject {
+		if r.Status != "closed" {
+			if r.Version, err = strconv.ParseInt(str(1), 10, 64); err != nil {
+				return WriteResult{Err: fmt.Errorf("bad version %q", str(1))}
+			}
+		} else {
+			r.State = str(1)
+		}
+		idx = 2
+		if len(arr) < 4 {
+			return WriteResult{Err: fmt.Errorf("unexpected reply %v", v)}
+		}
+	} else if r.Status == "closed" {
+		r.State = str(1)
+		r.Before, err = optScore(str(2))
+		r.After = r.Before
+		if err != nil {
+			return WriteResult{Err: err}
+		}
+		return r
+	}
+	if r.Before, err = optScore(str(idx)); err != nil {
+		return WriteResult{Err: err}
+	}
+	if r.After, err = optScore(str(idx + 1)); err != nil {
+		return WriteResult{Err: err}
+	}
+	return r
+}
+
+func optScore(s string) (*int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	v, err := ParseScore(s)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// ParseScore parses a score as Redis prints it, refusing anything that is not
+// an exact integer within ±2^53.
+func ParseScore(s string) (int64, error) {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if v > rank.MaxSafe || v < -rank.MaxSafe {
+			return 0, fmt.Errorf("score %s outside ±2^53", s)
+		}
+		return v, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad score %q", s)
+	}
+	v, ok := rank.FromFloat(f)
+	if !ok {
+		return 0, fmt.Errorf("score %s is not an integer within ±2^53", s)
+	}
+	return v, nil
+}
+
+func fmtScore(v int64) string { return strconv.FormatInt(v, 10) }
+
+// ---- reads (one shard each; internal/gateway fans out and merges) ----
+
+// Seek modes.
+const (
+	SeekTop    = "top"
+	SeekAfter  = "after"
+	SeekLE     = "le"
+	SeekBefore = "before"
+)
+
+// SeekArgs are the arguments of one seek.
+type SeekArgs struct {
+	Mode    string
+	Score   int64
+	Member  string
+	Limit   int
+	MoreMin *int64 // also count members with score ≥ *MoreMin
+	StopMin *int64 // stop at the first score < *StopMin
+}
+
+// SeekResult is one shard's answer: the shard index of the first item, the
+// optional count, and items in board order.
+type SeekResult struct {
+	Start int64
+	More  int64
+	Items []rank.Item
+}
+
+// Seek runs the seek script on one shard key.
+func (s *Store) Seek(ctx context.Context, key string, a SeekArgs, replica bool) (SeekResult, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	moreMin, stopMin := "", ""
+	if a.MoreMin != nil {
+		moreMin = fmtScore(*a.MoreMin)
+	}
+	if a.StopMin != nil {
+		stopMin = fmtScore(*a.StopMin)
+	}
+	args := []any{a.Mode, fmtScore(a.Score), a.Member, a.Limit, moreMin, stopMin}
+	c, ro := s.reader(replica)
+	var cmd *redis.Cmd
+	if ro {
+		cmd = seekScript.RunRO(ctx, c, []string{key}, args...)
+	} else {
+		cmd = seekScript.Run(ctx, c, []string{key}, args...)
+	}
+	v, err := cmd.Result()
+	if err != nil {
+		s.m.scriptErrors.WithLabelValues("seek").Inc()
+		return SeekResult{}, s.fail("seek", err)
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) < 2 || len(arr)%2 != 0 {
+		return SeekResult{}, fmt.Errorf("seek: unexpected reply %v", v)
+	}
+	r := SeekResult{Start: toInt(arr[0]), More: toInt(arr[1]), Items: make([]rank.Item, 0, (len(arr)-2)/2)}
+	for i := 2; i < len(arr); i += 2 {
+		m, _ := arr[i].(string)
+		sc, _ := arr[i+1].(string)
+		score, err := ParseScore(sc)
+		if err != nil {
+			return SeekResult{}, fmt.Errorf("seek: %w", err)
+		}
+		r.Items = append(r.Items, rank.Item{Score: score, Member: m})
+	}
+	return r, nil
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// Probe asks where (Score, Member) stands in a shard: how many members are
+// strictly ahead of it, and how many have score ≥ MoreMin.
+type Probe struct {
+	Score   int64
+	Member  string
+	MoreMin int64 // count members with score ≥ MoreMin (strictly more points)
+	SameMin int64 // count members with score ≥ SameMin (at least as many points)
+}
+
+// Positions is one shard's answer to a list of probes.
+type Positions struct {
+	Card    int64
+	Ahead   []int64
+	More    []int64
+	AtLeast []int64
+}
+
+// Positions runs the position script on one shard key.
+func (s *Store) Positions(ctx context.Context, key string, probes []Probe, replica bool) (Positions, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	args := make([]any, 0, 1+4*len(probes))
+	args = append(args, len(probes))
+	for _, p := range probes {
+		args = append(args, fmtScore(p.Score), p.Member, fmtScore(p.MoreMin), fmtScore(p.SameMin))
+	}
+	c, ro := s.reader(replica)
+	var cmd *redis.Cmd
+	if ro {
+		cmd = positionScript.RunRO(ctx, c, []string{key}, args...)
+	} else {
+		cmd = positionScript.Run(ctx, c, []string{key}, args...)
+	}
+	v, err := cmd.Result()
+	if err != nil {
+		s.m.scriptErrors.WithLabelValues("position").Inc()
+		return Positions{}, s.fail("position", err)
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 1+3*len(probes) {
+		return Positions{}, fmt.Errorf("position: unexpected reply %v", v)
+	}
+	n := len(probes)
+	p := Positions{Card: toInt(arr[0]), Ahead: make([]int64, n), More: make([]int64, n), AtLeast: make([]int64, n)}
+	for i := range probes {
+		p.Ahead[i] = toInt(arr[1+3*i])
+		p.More[i] = toInt(arr[2+3*i])
+		p.AtLeast[i] = toInt(arr[3+3*i])
+	}
+	return p, nil
+}
+
+// Scores returns the stored scores of members in one shard (ZMSCORE); ok[i]
+// is false for an absent member.
+func (s *Store) Scores(ctx context.Context, key string, members []string, replica bool) (scores []int64, ok []bool, err error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	c, _ := s.reader(replica)
+	args := make([]any, 0, 2+len(members))
+	args = append(args, "ZMSCORE", key)
+	for _, m := range members {
+		args = append(args, m)
+	}
+	v, err := c.Do(ctx, args...).Result()
+	if err != nil {
+		return nil, nil, s.fail("zmscore", err)
+	}
+	vals, isArr := v.([]any)
+	if !isArr || len(vals) != len(members) {
+		return nil, nil, fmt.Errorf("zmscore: unexpected reply %v", v)
+	}
+	scores, ok = make([]int64, len(members)), make([]bool, len(members))
+	for i, x := range vals {
+		var f float64
+		switch y := x.(type) {
+		case nil:
+			continue
+		case float64: // RESP3 double
+			f = y
+		case string: // RESP2 bulk string
+			if f, err = strconv.ParseFloat(y, 64); err != nil {
+				return nil, nil, fmt.Errorf("zmscore: bad score %q", y)
+			}
+		default:
+			return nil, nil, fmt.Errorf("zmscore: unexpected element %T", x)
+		}
+		sc, good := rank.FromFloat(f)
+		if !good {
+			return nil, nil, fmt.Errorf("zmscore: score %v is not an integer within ±2^53", f)
+		}
+		scores[i], ok[i] = sc, true
+	}
+	return scores, ok, nil
+}
+
+// Count counts members with stored score in [lo, hi] in one shard.
+func (s *Store) Count(ctx context.Context, key string, lo, hi int64, replica bool) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	c, _ := s.reader(replica)
+	n, err := c.ZCount(ctx, key, fmtScore(lo), fmtScore(hi)).Result()
+	return n, s.fail("zcount", err)
+}
+
+// Card returns the number of members of one shard.
+func (s *Store) Card(ctx context.Context, key string, replica bool) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	c, _ := s.reader(replica)
+	n, err := c.ZCard(ctx, key).Result()
+	return n, s.fail("zcard", err)
+}
