@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rankgate/rankgate/internal/cache"
+
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/period"
 	"github.com/rankgate/rankgate/internal/rank"
@@ -36,6 +38,7 @@ type Backend interface {
 	PutProfile(ctx context.Context, key string, fields map[string]string) error
 	Profiles(ctx context.Context, keys []string, replica bool) ([]map[string]string, error)
 	Ready(ctx context.Context) error
+	HasReplica() bool
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -52,6 +55,8 @@ type Options struct {
 	Now        func() time.Time
 	// ShardTimeout bounds each per-shard call of a fan-out (default 1s).
 	ShardTimeout time.Duration
+	// CacheSize bounds the read cache (entries); 0 means cache.DefaultSize.
+	CacheSize int
 }
 
 // family is a configured family with what the hot path derives from it.
@@ -73,6 +78,9 @@ type Service struct {
 	timeout  time.Duration
 	families map[string]*family
 	m        *metrics
+	cache    *cache.Cache[any]
+	// replicaReads: consistency=replica really reads replicas.
+	replicaReads bool
 
 	periods sync.Map // "family/period" → map[string]int (recorded shard counts)
 	boards  sync.Map // "family/period/dimension" → struct{} (registered in the period's set)
@@ -99,6 +107,15 @@ func New(o Options) (*Service, error) {
 	s := &Service{
 		cfg: o.Config, be: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
+	}
+	s.replicaReads = o.Config.Redis.ReplicaReads && o.Backend.HasReplica()
+	maxTTL := time.Second
+	for _, f := range o.Config.Families {
+		maxTTL = max(maxTTL, f.CacheTTL)
+	}
+	if s.cache, err = cache.New[any](cache.Options{Size: o.CacheSize, MaxTTL: maxTTL, Now: o.Now,
+		Registerer: o.Registerer, Logger: o.Logger}); err != nil {
+		return nil, err
 	}
 	for name, f := range o.Config.Families {
 		fam := &family{cfg: f, enc: rank.Encoding{B: f.SeqCapacity, Asc: !f.Desc(), MaxPoints: f.MaxPoints},

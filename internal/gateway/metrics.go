@@ -12,6 +12,7 @@ type metrics struct {
 	late          *prometheus.CounterVec
 	fetched       *prometheus.CounterVec
 	returned      *prometheus.CounterVec
+	reads         *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,10 +46,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		returned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_read_entries_returned_total", Help: "Entries returned to clients by ordered reads, by operation.",
 		}, []string{"op"}),
+		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_reads_total", Help: "Reads by operation, the source that answered (cache, replica, primary) and outcome.",
+		}, []string{"op", "source", "outcome"}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.fanoutWidth, m.shardDuration, m.shardErrors, m.partial,
-			m.events, m.dedupe, m.late, m.fetched, m.returned} {
+			m.events, m.dedupe, m.late, m.fetched, m.returned, m.reads} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

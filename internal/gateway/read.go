@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"math"
 	"sort"
 	"time"
 
@@ -53,28 +54,85 @@ func (rc *readCtx) toEntries(items []rank.Item) []rank.Entry {
 	return out
 }
 
-// seekAll runs one seek on every shard and merges the first limit items.
-// It returns the merged items, Σ start and Σ more over the shards.
-func (s *Service) seekAll(ctx context.Context, rc *readCtx, op string, a store.SeekArgs, limit int) ([]rank.Item, int64, int64, error) {
-	res, ok, missing, err := fanout(ctx, s, op, rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (store.SeekResult, error) {
-		return s.be.Seek(ctx, rc.key(s, i), a, rc.replica)
+// firstDepth is how many entries to ask each of n shards for when the merged
+// answer needs want: the expected share want/n plus 2.5 standard deviations
+// of a binomial spread (members hash uniformly), plus one. Shards that turn
+// out to hold more of the answer are asked again (seekAll), so the depth only
+// trades round trips for entries read, never exactness.
+func firstDepth(want, n int) int {
+	if n <= 1 || want <= 1 {
+		return want
+	}
+	p := 1 / float64(n)
+	mean := float64(want) * p
+	sd := math.Sqrt(float64(want) * p * (1 - p))
+	return min(want, int(math.Ceil(mean+2.5*sd))+1)
+}
+
+// seekAll runs one seek on every shard and merges the first want items. It
+// asks each shard for firstDepth entries first, then asks again — from its
+// last returned entry — only the shards whose last entry still ranks ahead
+// of the current want-th merged entry, for as many as they could still
+// contribute. It returns the merged items and Σ start and Σ more of the first
+// round (the position of the first item and the count of the cursor's
+// better-pointed members).
+func (s *Service) seekAll(ctx context.Context, rc *readCtx, op string, a store.SeekArgs, want int) ([]rank.Item, int64, int64, error) {
+	n := rc.b.n
+	first := a
+	first.Limit = firstDepth(want, n)
+	res, ok, missing, err := fanout(ctx, s, op, n, rc.o.AllowPartial, func(ctx context.Context, i int) (store.SeekResult, error) {
+		return s.be.Seek(ctx, rc.key(s, i), first, rc.replica)
 	})
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	rc.partial(missing)
-	lists := make([][]rank.Item, 0, len(res))
+	lists := make([][]rank.Item, n)
 	var start, more, fetched int64
 	for i, r := range res {
 		if !ok[i] {
 			continue
 		}
-		lists = append(lists, r.Items)
+		lists[i] = r.Items
 		start += r.Start
 		more += r.More
 		fetched += int64(len(r.Items))
 	}
-	items := merge.Merge(make([]rank.Item, 0, min(limit, int(fetched))), lists, limit, rank.Before)
+	items := merge.Merge(make([]rank.Item, 0, want), lists, want, rank.Before)
+	if first.Limit < want {
+		var again []int
+		for i, l := range lists {
+			if !ok[i] || len(l) < first.Limit {
+				continue // failed, or exhausted: nothing more to give
+			}
+			if len(items) < want || rank.Before(l[len(l)-1], items[want-1]) {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			res2, ok2, missing2, err := fanout(ctx, s, op+"_more", len(again), rc.o.AllowPartial, func(ctx context.Context, j int) (store.SeekResult, error) {
+				i := again[j]
+				last := lists[i][len(lists[i])-1]
+				b := store.SeekArgs{Mode: store.SeekAfter, Score: last.Score, Member: last.Member, Limit: want - len(lists[i]), StopMin: a.StopMin}
+				return s.be.Seek(ctx, rc.key(s, i), b, rc.replica)
+			})
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			for j, r := range res2 {
+				if !ok2[j] {
+					continue
+				}
+				i := again[j]
+				lists[i] = append(lists[i][:len(lists[i]):len(lists[i])], r.Items...)
+				fetched += int64(len(r.Items))
+			}
+			for _, j := range missing2 {
+				missing = append(missing, again[j])
+			}
+			items = merge.Merge(items[:0], lists, want, rank.Before)
+		}
+	}
+	rc.partial(missing)
 	s.m.fetched.WithLabelValues(op).Add(float64(fetched))
 	return items, start, more, nil
 }
@@ -95,13 +153,16 @@ func (s *Service) Top(ctx context.Context, ref BoardRef, limit int, o ReadOption
 	if err != nil {
 		return Page{}, err
 	}
-	items, _, _, err := s.seekAll(ctx, rc, "top", store.SeekArgs{Mode: store.SeekTop, Limit: limit}, limit)
-	if err != nil {
-		return Page{}, err
-	}
-	entries := rc.toEntries(items)
-	rank.FillRanks(entries, 0, 0, rc.b.fam.mode)
-	return s.finishPage(ctx, rc, "top", entries, "")
+	return serve(ctx, s, rc, "top", ConsistencyCached, func() string { return cacheKey(rc, "top", itoa(limit)) },
+		func(ctx context.Context, rc *readCtx) (Page, error) {
+			items, _, _, err := s.seekAll(ctx, rc, "top", store.SeekArgs{Mode: store.SeekTop}, limit)
+			if err != nil {
+				return Page{}, err
+			}
+			entries := rc.toEntries(items)
+			rank.FillRanks(entries, 0, 0, rc.b.fam.mode)
+			return s.finishPage(ctx, rc, "top", entries, "")
+		})
 }
 
 // finishPage adds profiles and metadata.
@@ -155,21 +216,21 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 	}
 	scope := "entries\x00" + rc.b.name()
 	if q.HasOffset {
-		want := q.Offset + q.Limit
-		items, _, _, err := s.seekAll(ctx, rc, "entries_offset", store.SeekArgs{Mode: store.SeekTop, Limit: want}, want)
-		if err != nil {
-			return Page{}, err
-		}
-		entries := rc.toEntries(items)
-		rank.FillRanks(entries, 0, 0, rc.b.fam.mode)
-		if q.Offset >= len(entries) {
-			entries = entries[:0]
-		} else {
-			entries = entries[q.Offset:]
-		}
-		return s.finishPage(ctx, rc, "entries_offset", entries, "")
+		return serve(ctx, s, rc, "entries_offset", ConsistencyCached,
+			func() string { return cacheKey(rc, "offset", itoa(q.Offset), itoa(q.Limit)) },
+			func(ctx context.Context, rc *readCtx) (Page, error) {
+				want := q.Offset + q.Limit
+				items, _, _, err := s.seekAll(ctx, rc, "entries_offset", store.SeekArgs{Mode: store.SeekTop}, want)
+				if err != nil {
+					return Page{}, err
+				}
+				entries := rc.toEntries(items)
+				rank.FillRanks(entries, 0, 0, rc.b.fam.mode)
+				entries = entries[min(q.Offset, len(entries)):]
+				return s.finishPage(ctx, rc, "entries_offset", entries, "")
+			})
 	}
-	a := store.SeekArgs{Mode: store.SeekTop, Limit: q.Limit + 1}
+	a := store.SeekArgs{Mode: store.SeekTop}
 	var cur *cursor
 	if q.Cursor != "" {
 		c, err := decodeCursor(scope, q.Cursor)
@@ -178,9 +239,13 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 		}
 		cur = &c
 		more := rc.b.fam.enc.MinScoreAbove(rc.b.fam.enc.PointsOf(c.Score))
-		a = store.SeekArgs{Mode: store.SeekAfter, Score: c.Score, Member: c.Member, Limit: q.Limit + 1, MoreMin: &more}
+		a = store.SeekArgs{Mode: store.SeekAfter, Score: c.Score, Member: c.Member, MoreMin: &more}
 	}
-	return s.keysetPage(ctx, rc, "entries_cursor", scope, a, cur, q.Limit)
+	return serve(ctx, s, rc, "entries_cursor", ConsistencyCached,
+		func() string { return cacheKey(rc, "cursor", q.Cursor, itoa(q.Limit)) },
+		func(ctx context.Context, rc *readCtx) (Page, error) {
+			return s.keysetPage(ctx, rc, "entries_cursor", scope, a, cur, q.Limit)
+		})
 }
 
 // keysetPage reads limit+1 entries after a cursor (or from a start), fills
@@ -223,7 +288,7 @@ func (s *Service) Range(ctx context.Context, ref BoardRef, q RangeQuery, o ReadO
 		return s.finishPage(ctx, rc, "range", []rank.Entry{}, "")
 	}
 	scope := "range\x00" + rc.b.name() + "\x00" + itoa64(q.Min) + "\x00" + itoa64(q.Max)
-	a := store.SeekArgs{Mode: store.SeekLE, Score: hi, Limit: q.Limit + 1, StopMin: &lo}
+	a := store.SeekArgs{Mode: store.SeekLE, Score: hi, StopMin: &lo}
 	var cur *cursor
 	if q.Cursor != "" {
 		c, err := decodeCursor(scope, q.Cursor)
@@ -232,9 +297,13 @@ func (s *Service) Range(ctx context.Context, ref BoardRef, q RangeQuery, o ReadO
 		}
 		cur = &c
 		more := enc.MinScoreAbove(enc.PointsOf(c.Score))
-		a = store.SeekArgs{Mode: store.SeekAfter, Score: c.Score, Member: c.Member, Limit: q.Limit + 1, MoreMin: &more, StopMin: &lo}
+		a = store.SeekArgs{Mode: store.SeekAfter, Score: c.Score, Member: c.Member, MoreMin: &more, StopMin: &lo}
 	}
-	return s.keysetPage(ctx, rc, "range", scope, a, cur, q.Limit)
+	return serve(ctx, s, rc, "range", ConsistencyCached,
+		func() string { return cacheKey(rc, "range", itoa64(q.Min), itoa64(q.Max), q.Cursor, itoa(q.Limit)) },
+		func(ctx context.Context, rc *readCtx) (Page, error) {
+			return s.keysetPage(ctx, rc, "range", scope, a, cur, q.Limit)
+		})
 }
 
 // band clamps [min, max] points to the family's range and returns the stored
@@ -258,23 +327,35 @@ func (s *Service) Count(ctx context.Context, ref BoardRef, minP, maxP int64, o R
 		return Count{}, err
 	}
 	lo, hi, ok := s.band(rc.b.fam.enc, minP, maxP)
-	if !ok {
-		return Count{ReadMeta: rc.meta}, nil
-	}
-	res, okk, missing, err := fanout(ctx, s, "count", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (int64, error) {
+	return serve(ctx, s, rc, "count", ConsistencyCached, func() string { return cacheKey(rc, "count", itoa64(minP), itoa64(maxP)) },
+		func(ctx context.Context, rc *readCtx) (Count, error) {
+			if !ok {
+				return Count{ReadMeta: rc.meta}, nil
+			}
+			n, err := s.countIn(ctx, rc, lo, hi)
+			if err != nil {
+				return Count{}, err
+			}
+			return Count{ReadMeta: rc.meta, Count: n}, nil
+		})
+}
+
+// countIn sums the members with stored score in [lo, hi] over every shard.
+func (s *Service) countIn(ctx context.Context, rc *readCtx, lo, hi int64) (int64, error) {
+	res, ok, missing, err := fanout(ctx, s, "count", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (int64, error) {
 		return s.be.Count(ctx, rc.key(s, i), lo, hi, rc.replica)
 	})
 	if err != nil {
-		return Count{}, err
+		return 0, err
 	}
 	rc.partial(missing)
 	var n int64
 	for i, v := range res {
-		if okk[i] {
+		if ok[i] {
 			n += v
 		}
 	}
-	return Count{ReadMeta: rc.meta, Count: n}, nil
+	return n, nil
 }
 
 // home finds a member's stored score on its own shard.
@@ -348,6 +429,12 @@ func (s *Service) Member(ctx context.Context, ref BoardRef, user string, o ReadO
 	if err != nil {
 		return MemberStanding{}, err
 	}
+	return serve(ctx, s, rc, "member", ConsistencyPrimary, func() string { return cacheKey(rc, "member", user) },
+		func(ctx context.Context, rc *readCtx) (MemberStanding, error) { return s.member(ctx, rc, user) })
+}
+
+func (s *Service) member(ctx context.Context, rc *readCtx, user string) (MemberStanding, error) {
+	o := rc.o
 	score, err := s.home(ctx, rc, user)
 	if err != nil {
 		return MemberStanding{}, err
@@ -387,6 +474,11 @@ func (s *Service) Around(ctx context.Context, ref BoardRef, user string, radius 
 	if err != nil {
 		return Page{}, err
 	}
+	return serve(ctx, s, rc, "around", ConsistencyPrimary, func() string { return cacheKey(rc, "around", user, itoa(radius)) },
+		func(ctx context.Context, rc *readCtx) (Page, error) { return s.around(ctx, rc, user, radius) })
+}
+
+func (s *Service) around(ctx context.Context, rc *readCtx, user string, radius int) (Page, error) {
 	score, err := s.home(ctx, rc, user)
 	if err != nil {
 		return Page{}, err
@@ -440,21 +532,7 @@ func (s *Service) Around(ctx context.Context, ref BoardRef, user string, radius 
 // countBetter counts members with strictly more (better) points than score's.
 func (s *Service) countBetter(ctx context.Context, rc *readCtx, score int64) (int64, error) {
 	enc := rc.b.fam.enc
-	lo := enc.MinScoreAbove(enc.PointsOf(score))
-	res, ok, missing, err := fanout(ctx, s, "count", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (int64, error) {
-		return s.be.Count(ctx, rc.key(s, i), lo, rank.MaxSafe, rc.replica)
-	})
-	if err != nil {
-		return 0, err
-	}
-	rc.partial(missing)
-	var n int64
-	for i, v := range res {
-		if ok[i] {
-			n += v
-		}
-	}
-	return n, nil
+	return s.countIn(ctx, rc, enc.MinScoreAbove(enc.PointsOf(score)), rank.MaxSafe)
 }
 
 // Lookup returns the listed members that are on the board, in board order,
@@ -481,6 +559,12 @@ func (s *Service) Lookup(ctx context.Context, ref BoardRef, users []string, o Re
 	if err != nil {
 		return Page{}, err
 	}
+	return serve(ctx, s, rc, "lookup", ConsistencyPrimary,
+		func() string { k := append([]string(nil), uniq...); sort.Strings(k); return cacheKey(rc, "lookup", k...) },
+		func(ctx context.Context, rc *readCtx) (Page, error) { return s.lookup(ctx, rc, uniq) })
+}
+
+func (s *Service) lookup(ctx context.Context, rc *readCtx, uniq []string) (Page, error) {
 	byShard := make([][]string, rc.b.n)
 	for _, u := range uniq {
 		i := shardOf(u, rc.b.n)

@@ -151,7 +151,7 @@ func resolve() {
 	if os.Getenv(EnvDocker) == "0" {
 		notes = append(notes, EnvDocker+"=0: not trying Docker")
 	} else if err := dockerHealthy(dockerProbe); err != nil {
-		notes = append(notes, "no Docker engine: "+firstLine(err.Error()))
+		notes = append(notes, "no Docker engine answered (testcontainers: "+firstLine(err.Error())+")")
 	} else {
 		addrs, err := startDocker()
 		if err == nil {
@@ -218,6 +218,12 @@ func waitHealthy(addrs []string, timeout time.Duration) error {
 }
 
 func clusterOK(addr string) error {
+	// Dial first: go-redis logs every failed dial, which would flood the test log.
+	conn, err := net.DialTimeout("tcp", addr, dialTimeout)
+	if err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	_ = conn.Close()
 	c := redis.NewClient(&redis.Options{
 		Addr:                  addr,
 		DialTimeout:           dialTimeout,
@@ -225,6 +231,7 @@ func clusterOK(addr string) error {
 		WriteTimeout:          ioTimeout,
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
+		DialerRetries:         1,
 		DisableIdentity:       true,
 	})
 	defer c.Close()
