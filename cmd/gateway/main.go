@@ -43,8 +43,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, getenv, stderr)
+	case "layout":
+		return layoutCmd(ctx, args, getenv, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q (want serve)", cmd)
+		return fmt.Errorf("unknown command %q (want serve or layout)", cmd)
 	}
 }
 
@@ -117,14 +119,50 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("-log-format must be json or text, not %q", format)
 }
 
-// redisClient builds the primary client from config.
-func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logger) (redis.UniversalClient, error) {
+// redisClient builds a client from config: the masters' client, or with
+// readOnly a replica-reading one (ReadOnly + RouteByLatency).
+func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logger, readOnly bool) (redis.UniversalClient, error) {
 	return store.NewClient(store.ClientOptions{
 		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(getenv),
 		TLS: tlsConfig(cfg), DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout,
 		WriteTimeout: cfg.Redis.WriteTimeout, PoolSize: cfg.Redis.PoolSize,
 		ReloadInterval: cfg.Redis.ClusterReloadInterval, Cluster: len(cfg.Redis.Addrs) > 1, Logger: log,
+		ReadOnly: readOnly,
 	})
+}
+
+// openStore connects to Redis, preloads the scripts on every node and builds
+// the store (with a replica-reading client when redis.replica_reads is on and
+// Redis is a cluster).
+func openStore(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer) (*store.Store, func(), error) {
+	rw, err := redisClient(cfg, getenv, log, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers := []func() error{rw.Close}
+	closeAll := func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
+	if err := preload(ctx, rw, log); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	var ro redis.UniversalClient
+	if cfg.Redis.ReplicaReads && len(cfg.Redis.Addrs) > 1 {
+		if ro, err = redisClient(cfg, getenv, log, true); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		closers = append(closers, ro.Close)
+	}
+	st, err := store.New(rw, ro, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout, Logger: log, Registerer: reg})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return st, closeAll, nil
 }
 
 // preload loads the scripts on every node, retrying for a bounded time while
@@ -161,18 +199,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	rw, err := redisClient(cfg, getenv, log)
+	st, closeStore, err := openStore(ctx, cfg, getenv, log, reg)
 	if err != nil {
 		return err
 	}
-	defer rw.Close()
-	if err := preload(ctx, rw, log); err != nil {
-		return err
-	}
-	st, err := store.New(rw, nil, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout, Logger: log, Registerer: reg})
-	if err != nil {
-		return err
-	}
+	defer closeStore()
 	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log, Registerer: reg})
 	if err != nil {
 		return err

@@ -39,6 +39,11 @@ type Backend interface {
 	Profiles(ctx context.Context, keys []string, replica bool) ([]map[string]string, error)
 	Ready(ctx context.Context) error
 	HasReplica() bool
+	Snapshot(ctx context.Context, src, dst, marker string, depth int, ttl time.Duration) (int64, error)
+	Boards(ctx context.Context, pk shard.PeriodKeys) ([]string, error)
+	Card(ctx context.Context, key string, replica bool) (int64, error)
+	MemoryUsage(ctx context.Context, key string) (int64, error)
+	Slots(ctx context.Context) ([]store.SlotRange, error)
 }
 
 var _ Backend = (*store.Store)(nil)

@@ -197,8 +197,8 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 	if err := s.checkLimit("limit", q.Limit, 1, s.cfg.Limits.MaxTop); err != nil {
 		return Page{}, err
 	}
-	if q.Snapshot != "" {
-		return Page{}, rank.Invalid("snapshot", "snapshot pages are not supported by this build yet")
+	if q.Snapshot != "" && q.Cursor != "" {
+		return Page{}, rank.Invalid("cursor", "snapshot pages use offset, not cursor")
 	}
 	if q.Cursor != "" && q.HasOffset {
 		return Page{}, rank.Invalid("offset", "give either cursor or offset, not both")
@@ -213,6 +213,9 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 	rc, err := s.startRead(ctx, ref, o)
 	if err != nil {
 		return Page{}, err
+	}
+	if q.Snapshot != "" {
+		return s.snapshotPage(ctx, rc, q)
 	}
 	scope := "entries\x00" + rc.b.name()
 	if q.HasOffset {

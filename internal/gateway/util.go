@@ -5,6 +5,8 @@ import (
 
 	"strconv"
 
+	"github.com/rankgate/rankgate/internal/merge"
+	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
 )
 
@@ -14,3 +16,7 @@ func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
 func shardOf(member string, n int) int { return shard.Of(member, n) }
 
 type timeT = time.Time
+
+func mergeItems(lists [][]rank.Item, want int) []rank.Item {
+	return merge.Merge(make([]rank.Item, 0, want), lists, want, rank.Before)
+}

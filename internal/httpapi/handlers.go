@@ -292,3 +292,58 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 	writeErrorBody(w, errorBody{Code: rank.CodeUnavailable, Message: msg})
 	return nil
 }
+
+type snapshotRequest struct {
+	Depth      *int `json:"depth"`
+	TTLSeconds *int `json:"ttl_seconds"`
+}
+
+// Snapshot defaults when the body leaves them out.
+const (
+	defaultSnapshotDepth = 1000
+	defaultSnapshotTTL   = 60
+)
+
+func (s *server) snapshot(w http.ResponseWriter, r *http.Request) error {
+	var req snapshotRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	depth, ttl := defaultSnapshotDepth, defaultSnapshotTTL
+	if req.Depth != nil {
+		depth = *req.Depth
+	}
+	if req.TTLSeconds != nil {
+		ttl = *req.TTLSeconds
+	}
+	if ttl < 1 || ttl > 600 {
+		return rank.Invalid("ttl_seconds", "ttl_seconds must be within 1..600")
+	}
+	res, err := s.svc.CreateSnapshot(r.Context(), boardOf(r), depth, time.Duration(ttl)*time.Second)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, res)
+}
+
+func (s *server) boards(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.svc.Boards(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	if err != nil {
+		return err
+	}
+	return writeRead(w, res.ReadMeta, res)
+}
+
+func (s *server) layout(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	family, _ := q.str("family")
+	period, _ := q.str("period")
+	if q.err != nil {
+		return q.err
+	}
+	res, err := s.svc.Layout(r.Context(), family, period)
+	if err != nil {
+		return err
+	}
+	return writeRead(w, res.ReadMeta, res)
+}

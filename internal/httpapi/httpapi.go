@@ -33,6 +33,9 @@ type Service interface {
 	// Period answers the period of family at a time; a zero at means now.
 	Period(ctx context.Context, family string, at time.Time) (gateway.PeriodInfo, error)
 	Ready(ctx context.Context) error
+	CreateSnapshot(ctx context.Context, b gateway.BoardRef, depth int, ttl time.Duration) (gateway.SnapshotInfo, error)
+	Boards(ctx context.Context, family, period string) (gateway.BoardList, error)
+	Layout(ctx context.Context, family, period string) (gateway.Layout, error)
 }
 
 // Options are the dependencies of the handler. Every field may be nil.
@@ -109,7 +112,11 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("POST "+board+"/members:lookup", s.lookup)
 	api("GET "+board+"/count", s.count)
 	api("GET "+board+"/range", s.rangeQuery)
+	api("POST "+board+"/snapshots", s.snapshot)
+	api("GET /v1/boards/{family}/{period}", s.boards)
 	api("GET /v1/families/{family}/period", s.period)
+	// Administration.
+	api("GET /v1/layout", s.layout)
 	// Service.
 	s.mux.Handle("GET /healthz", s.adapt(s.healthz))
 	s.mux.Handle("GET /readyz", s.adapt(s.readyz))

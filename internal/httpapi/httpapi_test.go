@@ -39,6 +39,9 @@ type fakeService struct {
 	rangeQ     func(context.Context, gateway.BoardRef, gateway.RangeQuery, gateway.ReadOptions) (gateway.Page, error)
 	period     func(context.Context, string, time.Time) (gateway.PeriodInfo, error)
 	ready      func(context.Context) error
+	snapshot   func(context.Context, gateway.BoardRef, int, time.Duration) (gateway.SnapshotInfo, error)
+	boards     func(context.Context, string, string) (gateway.BoardList, error)
+	layout     func(context.Context, string, string) (gateway.Layout, error)
 }
 
 var _ Service = (*fakeService)(nil)
@@ -139,6 +142,27 @@ func (f *fakeService) Ready(ctx context.Context) error {
 		return f.unexpected("Ready")
 	}
 	return f.ready(ctx)
+}
+
+func (f *fakeService) CreateSnapshot(ctx context.Context, b gateway.BoardRef, depth int, ttl time.Duration) (gateway.SnapshotInfo, error) {
+	if f.snapshot == nil {
+		return gateway.SnapshotInfo{}, f.unexpected("CreateSnapshot")
+	}
+	return f.snapshot(ctx, b, depth, ttl)
+}
+
+func (f *fakeService) Boards(ctx context.Context, family, period string) (gateway.BoardList, error) {
+	if f.boards == nil {
+		return gateway.BoardList{}, f.unexpected("Boards")
+	}
+	return f.boards(ctx, family, period)
+}
+
+func (f *fakeService) Layout(ctx context.Context, family, period string) (gateway.Layout, error) {
+	if f.layout == nil {
+		return gateway.Layout{}, f.unexpected("Layout")
+	}
+	return f.layout(ctx, family, period)
 }
 
 // Fixtures.
@@ -877,7 +901,7 @@ func TestRouting(t *testing.T) {
 		{"unknown path", "GET", "/v1/nope", 404, rank.CodeNotFound, ""},
 		{"root", "GET", "/", 404, rank.CodeNotFound, ""},
 		{"board without a read", "GET", natPath, 404, rank.CodeNotFound, ""},
-		{"later issue not registered", "POST", natPath + "/snapshots", 404, rank.CodeNotFound, ""},
+		{"later issue not registered", "POST", "/v1/periods/learning/2026-W34/freeze", 404, rank.CodeNotFound, ""},
 		{"wrong method on events", "GET", "/v1/events", 405, CodeMethodNotAllowed, "POST"},
 		{"wrong method on top", "DELETE", natPath + "/top", 405, CodeMethodNotAllowed, "GET, HEAD"},
 		{"wrong method on member", "POST", natPath + "/members/u1", 405, CodeMethodNotAllowed, "GET, HEAD, PUT"},
@@ -1065,4 +1089,68 @@ func TestPathAt(t *testing.T) {
 			check(t, "path", pathAt([]byte(tc.data), se.Offset), tc.want)
 		})
 	}
+}
+
+func TestHotReadRoutes(t *testing.T) {
+	t.Parallel()
+	t.Run("snapshot defaults and 201", func(t *testing.T) {
+		t.Parallel()
+		var gotDepth int
+		var gotTTL time.Duration
+		svc := &fakeService{t: t, snapshot: func(_ context.Context, b gateway.BoardRef, depth int, ttl time.Duration) (gateway.SnapshotInfo, error) {
+			if b.Dimension != "national" || b.Family != "learning" {
+				t.Errorf("board %+v", b)
+			}
+			gotDepth, gotTTL = depth, ttl
+			return gateway.SnapshotInfo{Snapshot: "100x1x0123456789abcdef", Size: 3}, nil
+		}}
+		rec := serve(t, svc, "POST", natPath+"/snapshots", `{}`)
+		if rec.Code != 201 || gotDepth != 1000 || gotTTL != time.Minute {
+			t.Fatalf("status %d depth %d ttl %v: %s", rec.Code, gotDepth, gotTTL, rec.Body)
+		}
+		rec = serve(t, svc, "POST", natPath+"/snapshots", `{"depth": 50, "ttl_seconds": 5}`)
+		if rec.Code != 201 || gotDepth != 50 || gotTTL != 5*time.Second {
+			t.Fatalf("status %d depth %d ttl %v", rec.Code, gotDepth, gotTTL)
+		}
+	})
+	t.Run("snapshot ttl out of bounds", func(t *testing.T) {
+		t.Parallel()
+		rec := serve(t, &fakeService{t: t}, "POST", natPath+"/snapshots", `{"ttl_seconds": 601}`)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"field":"ttl_seconds"`) {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
+	t.Run("snapshot unknown field", func(t *testing.T) {
+		t.Parallel()
+		rec := serve(t, &fakeService{t: t}, "POST", natPath+"/snapshots", `{"deep": 5}`)
+		if rec.Code != 400 {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
+	t.Run("board listing", func(t *testing.T) {
+		t.Parallel()
+		svc := &fakeService{t: t, boards: func(_ context.Context, f, p string) (gateway.BoardList, error) {
+			if f != "learning" || p != "2026-W34" {
+				t.Errorf("family %q period %q", f, p)
+			}
+			return gateway.BoardList{Family: f, Period: p, Boards: []gateway.BoardSummary{{Board: "learning/2026-W34/national", Members: 7}}}, nil
+		}}
+		rec := serve(t, svc, "GET", "/v1/boards/learning/2026-W34", "")
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"members":7`) {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
+	t.Run("layout passes family and period", func(t *testing.T) {
+		t.Parallel()
+		svc := &fakeService{t: t, layout: func(_ context.Context, f, p string) (gateway.Layout, error) {
+			if f != "game" || p != "all" {
+				t.Errorf("family %q period %q", f, p)
+			}
+			return gateway.Layout{Warnings: []string{"pile"}}, nil
+		}}
+		rec := serve(t, svc, "GET", "/v1/layout?family=game&period=all", "")
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"warnings":["pile"]`) {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
 }

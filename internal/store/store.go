@@ -316,7 +316,11 @@ type SeekArgs struct {
 	Limit   int
 	MoreMin *int64 // also count members with score ≥ *MoreMin
 	StopMin *int64 // stop at the first score < *StopMin
+	Guard   string // a key that must exist (snapshot marker), else ErrSnapshotExpired
 }
+
+// ErrSnapshotExpired: a snapshot page was asked after its copy expired.
+var ErrSnapshotExpired = errors.New("snapshot expired")
 
 // SeekResult is one shard's answer: the shard index of the first item, the
 // optional count, and items in board order.
@@ -338,14 +342,21 @@ func (s *Store) Seek(ctx context.Context, key string, a SeekArgs, replica bool) 
 		stopMin = fmtScore(*a.StopMin)
 	}
 	args := []any{a.Mode, fmtScore(a.Score), a.Member, a.Limit, moreMin, stopMin}
+	keys := []string{key}
+	if a.Guard != "" {
+		keys = append(keys, a.Guard)
+	}
 	c, ro := s.reader(replica)
 	var cmd *redis.Cmd
 	if ro {
-		cmd = seekScript.RunRO(ctx, c, []string{key}, args...)
+		cmd = seekScript.RunRO(ctx, c, keys, args...)
 	} else {
-		cmd = seekScript.Run(ctx, c, []string{key}, args...)
+		cmd = seekScript.Run(ctx, c, keys, args...)
 	}
 	v, err := cmd.Result()
+	if redis.HasErrorPrefix(err, "SNAPSHOT_EXPIRED") {
+		return SeekResult{}, ErrSnapshotExpired
+	}
 	if err != nil {
 		s.m.scriptErrors.WithLabelValues("seek").Inc()
 		return SeekResult{}, s.fail("seek", err)

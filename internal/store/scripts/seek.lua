@@ -1,6 +1,7 @@
 -- seek.lua: the one ordered-read primitive. From a place in board order
 -- (ZREVRANGE order), return the next entries of one shard. O(log N + limit).
--- KEYS: 1 z.
+-- KEYS: 1 z; 2 (optional) a guard key: when given and absent, the read fails
+--       with SNAPSHOT_EXPIRED (snapshot pages check their marker this way).
 -- ARGV: 1 mode: top | after (just after (score, member)) | le (first score ≤ score)
 --              | before (the `limit` entries just before (score, member)),
 --       2 score, 3 member, 4 limit,
@@ -8,6 +9,9 @@
 --       6 stop_min: '' or a score; entries below it end the page.
 -- Returns {start index, more count or -1, member1, score1, member2, score2, ...}.
 local z = KEYS[1]
+if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 0 then
+  return redis.error_reply('SNAPSHOT_EXPIRED snapshot expired or unknown')
+end
 local mode, s, m, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local more = -1
 if ARGV[5] ~= '' then more = redis.call('ZCOUNT', z, ARGV[5], '+inf') end

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/gateway"
+)
+
+// layoutCmd prints every board shard → slot → master, members and memory,
+// and warnings for boards whose shards pile onto one node: the CLI twin of
+// GET /v1/layout.
+func layoutCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var family, period string
+	var asJSON bool
+	// layout takes the common flags plus its own; split them.
+	var common []string
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-family", "--family":
+			if i+1 < len(args) {
+				family = args[i+1]
+				i++
+			}
+		case "-period", "--period":
+			if i+1 < len(args) {
+				period = args[i+1]
+				i++
+			}
+		case "-json", "--json":
+			asJSON = true
+		default:
+			common = append(common, args[i])
+		}
+	}
+	_, cfg, log, err := parseFlags("layout", common, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	st, closeStore, err := openStore(ctx, cfg, getenv, log, nil)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log})
+	if err != nil {
+		return err
+	}
+	l, err := svc.Layout(ctx, family, period)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(l)
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSLOTS\tSHARDS\tMEMBERS\tMEMORY\tREPLICAS")
+	for _, n := range l.Nodes {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%v\n", n.Node, n.Slots, n.Shards, n.Members, bytesHuman(n.Memory), n.Replicas)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "BOARD\tSHARD\tSLOT\tNODE\tMEMBERS\tMEMORY\tKEY")
+	for _, b := range l.Boards {
+		for _, s := range b.Shards {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", b.Board, s.Shard, s.Slot, s.Node, s.Members, bytesHuman(s.Memory), s.Key)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(l.Boards) == 0 {
+		fmt.Fprintln(stdout, "\nno boards in the listed periods yet")
+	}
+	for _, w := range l.Warnings {
+		fmt.Fprintln(stdout, "WARNING:", w)
+	}
+	return nil
+}
+
+func bytesHuman(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
