@@ -95,7 +95,7 @@ LOCK="$DATA/cluster.lock"
 STAMP="$DATA/cluster.conf" # the settings the running cluster was started with
 
 addrs() {
-	local out= p
+	local out='' p
 	for p in "${PORTS[@]}"; do out+="${out:+,}$HOST:$p"; done
 	printf '%s\n' "$out"
 }
@@ -133,7 +133,7 @@ is_our_redis() {
 	else
 		cmd=$(ps -o args= -p "$pid" 2>/dev/null || true)
 	fi
-	[[ $cmd == *redis-server* && $cmd == *":$port"* ]]
+	[[ $cmd == *redis-server* && $cmd =~ :$port( |$) ]]
 }
 
 node_log_tail() {
@@ -181,8 +181,9 @@ ensure_tools() {
 		} >&2 9>&- || rc=$?
 		((created)) && rm -f "$policy"
 		((rc == 0)) || die "apt-get install redis-server redis-tools failed (exit $rc)"
-		command -v "$REDIS_SERVER" >/dev/null && command -v "$REDIS_CLI" >/dev/null ||
+		if ! command -v "$REDIS_SERVER" >/dev/null || ! command -v "$REDIS_CLI" >/dev/null; then
 			die "$REDIS_SERVER/$REDIS_CLI still not found after apt-get install"
+		fi
 		return
 	fi
 	die "$REDIS_SERVER/$REDIS_CLI not found on PATH. To $how"
@@ -235,8 +236,8 @@ info_field() { # info_field NAME <<<TEXT
 # that fills P_PONG, P_PIDFILE, P_STATE, P_ASSIGNED, P_SLOTSOK, P_KNOWN, P_SIZE,
 # P_ROLE, P_LINK, P_NODES (the CLUSTER NODES lines) and P_RAW (first reply line).
 probe() {
-	local line next= out
-	P_PONG= P_PIDFILE= P_STATE= P_ASSIGNED= P_SLOTSOK= P_KNOWN= P_SIZE= P_ROLE= P_LINK= P_NODES= P_RAW=
+	local line next='' out
+	P_PONG='' P_PIDFILE='' P_STATE='' P_ASSIGNED='' P_SLOTSOK='' P_KNOWN='' P_SIZE='' P_ROLE='' P_LINK='' P_NODES='' P_RAW=''
 	out=$(printf 'PING\nCONFIG GET pidfile\nCLUSTER INFO\nINFO replication\nCLUSTER NODES\n' |
 		timeout 5 "$REDIS_CLI" -h "$HOST" -p "$1" 2>&1 9>&-) || true
 	while IFS= read -r line; do
@@ -347,7 +348,7 @@ wait_gone() { # wait_gone SECONDS PID... — waits until all PIDs exit; prints t
 # for replicas to catch up, the data is thrown away), then SIGTERM, then SIGKILL,
 # each step bounded.
 stop_all() {
-	local p pid pids=() left
+	local p pid pids=()
 	for p in "${PORTS[@]}"; do
 		pid=$(our_pid "$p")
 		if [[ -n $pid ]]; then
@@ -362,27 +363,27 @@ stop_all() {
 	done
 	rm -f "$DATA"/*.pid
 	((${#pids[@]} > 0)) || return 0
-	left=$(wait_gone "$STOP_WAIT" "${pids[@]}")
-	if [[ -n $left ]]; then
-		log "redis-server pid(s) $left still running ${STOP_WAIT}s after SHUTDOWN; sending SIGTERM"
-		# shellcheck disable=SC2086
-		kill -TERM $left 2>/dev/null || true
-		left=$(wait_gone 5 $left)
+	local -a left
+	read -r -a left <<<"$(wait_gone "$STOP_WAIT" "${pids[@]}")"
+	if ((${#left[@]} > 0)); then
+		log "redis-server pid(s) ${left[*]} still running ${STOP_WAIT}s after SHUTDOWN; sending SIGTERM"
+		kill -TERM "${left[@]}" 2>/dev/null || true
+		read -r -a left <<<"$(wait_gone 5 "${left[@]}")"
 	fi
-	if [[ -n $left ]]; then
-		log "redis-server pid(s) $left ignored SIGTERM; sending SIGKILL"
-		# shellcheck disable=SC2086
-		kill -KILL $left 2>/dev/null || true
-		left=$(wait_gone 5 $left)
-		[[ -z $left ]] || die "could not stop redis-server pid(s) $left"
+	if ((${#left[@]} > 0)); then
+		log "redis-server pid(s) ${left[*]} ignored SIGTERM; sending SIGKILL"
+		kill -KILL "${left[@]}" 2>/dev/null || true
+		read -r -a left <<<"$(wait_gone 5 "${left[@]}")"
+		((${#left[@]} == 0)) || die "could not stop redis-server pid(s) ${left[*]}"
 	fi
 }
 
 # ---------------------------------------------------------------- commands
 
 cmd_up() {
+	command -v flock >/dev/null || die "'flock' (util-linux) is required: apt-get install -y util-linux"
+	acquire_lock # before ensure_tools: concurrent ups must not run apt-get side by side
 	ensure_tools
-	acquire_lock
 	if check_health; then
 		log "cluster on base $BASE already up"
 		addrs

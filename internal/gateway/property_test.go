@@ -18,6 +18,12 @@ import (
 // newClusterService builds a Service on the real test cluster under a fresh
 // key prefix, with the families given as YAML.
 func newClusterService(t *testing.T, familiesYAML string) *Service {
+	return newClusterServiceWith(t, familiesYAML, nil)
+}
+
+// newClusterServiceWith is newClusterService with a hook to adjust the
+// options (clock, registry, a wrapping backend) before the Service is built.
+func newClusterServiceWith(t *testing.T, familiesYAML string, adjust func(*Options, *store.Store)) *Service {
 	t.Helper()
 	addrs := testcluster.Addrs(t)
 	prefix := testcluster.Prefix(t)
@@ -37,7 +43,11 @@ func newClusterService(t *testing.T, familiesYAML string) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(Options{Config: cfg, Backend: st, ShardTimeout: 5 * time.Second})
+	o := Options{Config: cfg, Backend: st, ShardTimeout: 5 * time.Second}
+	if adjust != nil {
+		adjust(&o, st)
+	}
+	svc, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

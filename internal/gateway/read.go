@@ -563,7 +563,11 @@ func (s *Service) Lookup(ctx context.Context, ref BoardRef, users []string, o Re
 		return Page{}, err
 	}
 	return serve(ctx, s, rc, "lookup", ConsistencyPrimary,
-		func() string { k := append([]string(nil), uniq...); sort.Strings(k); return cacheKey(rc, "lookup", k...) },
+		func() string {
+			k := append([]string(nil), uniq...)
+			sort.Strings(k)
+			return cacheKey(rc, "lookup", k...)
+		},
 		func(ctx context.Context, rc *readCtx) (Page, error) { return s.lookup(ctx, rc, uniq) })
 }
 

@@ -70,7 +70,7 @@ func TestSlot(t *testing.T) {
 		{"bar", 5061},
 		{"{user1000}.following", 3443},
 		{"user1000", 3443},
-		{"foo{}{bar}", 8363}, // empty first tag: the whole key is hashed
+		{"foo{}{bar}", 8363},    // empty first tag: the whole key is hashed
 		{"foo{{bar}}zap", 4015}, // tag is "{bar"
 		{"foo{bar}{zap}", 5061}, // first tag only: "bar"
 	}
