@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rankgate/rankgate/internal/rank"
 )
@@ -89,6 +88,12 @@ func serve[V metaOf](ctx context.Context, s *Service, rc *readCtx, op string, de
 			if err != nil {
 				return nil, false, err
 			}
+			if p, ok := any(&v).(*Page); ok {
+				// Encode the entries once for every caller the cache serves.
+				if p.entriesJSON, err = encodeEntries(*p); err != nil {
+					return nil, false, err
+				}
+			}
 			return v, !readMeta(&v).Partial, nil
 		})
 		if err != nil {
@@ -125,5 +130,3 @@ func (s *Service) countRead(op string, src Source, err error) {
 	}
 	s.m.reads.WithLabelValues(op, string(src), outcome).Inc()
 }
-
-var _ = time.Second

@@ -393,7 +393,7 @@ func TestSnapshots(t *testing.T) {
 	}
 	// Expiry (simulated by removing one shard's marker) → 410.
 	k := e.svc.layout.Keys(shard.Board{Family: "hot", Period: "all", DimType: shard.National}, 3, 16)
-	if err := st(e.svc).Primary().Del(ctx, k.Snapshot(snap.Snapshot)+":m").Err(); err != nil {
+	if err := st(e.svc).Primary().Del(ctx, k.SnapshotMarker(snap.Snapshot)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.svc.Entries(ctx, e.ref, PageQuery{Limit: 10, HasOffset: true, Snapshot: snap.Snapshot}, ReadOptions{})

@@ -229,10 +229,11 @@ func runProperty(t *testing.T, c propCase, seed uint64) {
 					m := b.members[re.user]
 					latest := !tieFirst || m.seq == re.seqAfter
 					newP := m.points - re.delta
+					gone := b.live[re.user] <= 1
+					b.live[re.user]--
 					switch {
-					case latest && re.absentBefore && newP == 0 && b == national:
-						delete(b.members, re.user)
-					case latest && re.absentBefore && newP == 0:
+					case gone && newP == 0:
+						// The member's only live change is undone: off the board.
 						delete(b.members, re.user)
 					case latest && !re.absentBefore:
 						m.points, m.seq = newP, re.seqBefore

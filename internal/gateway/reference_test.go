@@ -13,6 +13,7 @@ type refBoard struct {
 	tieFirst bool
 	comp     bool
 	members  map[string]*refMember
+	live     map[string]int // applied, not reversed changes per member
 }
 
 type refMember struct {
@@ -28,7 +29,7 @@ type refEntry struct {
 }
 
 func newRef(asc, tieFirst, comp bool) *refBoard {
-	return &refBoard{asc: asc, tieFirst: tieFirst, comp: comp, members: map[string]*refMember{}}
+	return &refBoard{asc: asc, tieFirst: tieFirst, comp: comp, members: map[string]*refMember{}, live: map[string]int{}}
 }
 
 // better reports whether points a rank strictly ahead of points b.
@@ -79,6 +80,7 @@ func (r *refBoard) add(user string, delta, seq int64) {
 	}
 	m.points += delta
 	m.seq = seq
+	r.live[user]++
 }
 
 // best keeps the member's best value (max: higher, min: lower); it reports

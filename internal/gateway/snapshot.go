@@ -80,7 +80,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, ref BoardRef, depth int, t
 	id := fmt.Sprintf("%dx%xx%s", depth, now.UnixMilli(), hex.EncodeToString(rnd[:]))
 	res, _, _, err := fanout(ctx, s, "snapshot", b.n, false, func(ctx context.Context, i int) (int64, error) {
 		k := s.layout.Keys(b.b, i, b.n)
-		return s.be.Snapshot(ctx, k.Z, k.Snapshot(id), k.Snapshot(id)+":m", depth, ttl)
+		return s.be.Snapshot(ctx, k.Z, k.Snapshot(id), k.SnapshotMarker(id), depth, ttl)
 	})
 	if err != nil {
 		return SnapshotInfo{}, err
@@ -108,7 +108,7 @@ func (s *Service) snapshotPage(ctx context.Context, rc *readCtx, q PageQuery) (P
 	}
 	res, _, _, err := fanout(ctx, s, "snapshot_page", rc.b.n, false, func(ctx context.Context, i int) (store.SeekResult, error) {
 		k := s.layout.Keys(rc.b.b, i, rc.b.n)
-		return s.be.Seek(ctx, k.Snapshot(id.raw), store.SeekArgs{Mode: store.SeekTop, Limit: want, Guard: k.Snapshot(id.raw) + ":m"}, false)
+		return s.be.Seek(ctx, k.Snapshot(id.raw), store.SeekArgs{Mode: store.SeekTop, Limit: want, Guard: k.SnapshotMarker(id.raw)}, false)
 	})
 	if errors.Is(err, store.ErrSnapshotExpired) {
 		return Page{}, rank.Errorf(rank.CodeSnapshotExpired, "snapshot %s expired or never existed on this board", id.raw)

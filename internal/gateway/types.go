@@ -57,6 +57,8 @@ type Page struct {
 	ReadMeta
 	Entries    []rank.Entry `json:"entries"`
 	NextCursor string       `json:"next_cursor,omitempty"`
+	// entriesJSON is Entries encoded once, for cached pages.
+	entriesJSON []byte
 }
 
 // MemberStanding is a member's place on a board.

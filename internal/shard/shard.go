@@ -60,6 +60,10 @@ type Keys struct {
 // Snapshot returns the key of a snapshot copy of this shard.
 func (k Keys) Snapshot(id string) string { return k.base() + "snap:" + id }
 
+// SnapshotMarker returns the key whose presence says the snapshot id is
+// alive on this shard (a shard with no entries has no copy key).
+func (k Keys) SnapshotMarker(id string) string { return k.base() + "snap:" + id + ":m" }
+
 func (k Keys) base() string { return strings.TrimSuffix(k.Z, "z") }
 
 // ShardWidth is the number of digits a shard index is printed with for a

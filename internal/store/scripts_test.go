@@ -242,6 +242,30 @@ func TestScriptSemantics(t *testing.T) {
 			final: map[string]string{"u2": absent},
 		},
 		{
+			// The board must look as if e1 never happened: e2 and e3 alone
+			// leave u1 on the board with 0 points, as under tie first below.
+			name: "reversing a member's first event keeps the member when later events net to zero",
+			maxP: maxP,
+			steps: []step{
+				{w: apply("e1", "u1", "sum", 5, 0), status: "ok", before: absent, after: "5"},
+				{w: apply("e2", "u1", "sum", 3, 0), status: "ok", before: "5", after: "8"},
+				{w: apply("e3", "u1", "sum", -3, 0), status: "ok", before: "8", after: "5"},
+				{w: reverse("r1", "e1", "u1", 0), status: "ok", before: "5", after: "0"},
+			},
+			final: map[string]string{"u1": "0"},
+		},
+		{
+			name: "tie first: reversing a member's first event keeps the member when later events net to zero",
+			B:    B, maxP: maxP,
+			steps: []step{
+				{w: apply("e1", "u1", "sum", 5, 1), status: "ok", before: absent, after: tf(5, B, 1)},
+				{w: apply("e2", "u1", "sum", 3, 2), status: "ok", before: tf(5, B, 1), after: tf(8, B, 2)},
+				{w: apply("e3", "u1", "sum", -3, 3), status: "ok", before: tf(8, B, 2), after: tf(5, B, 3)},
+				{w: reverse("r1", "e1", "u1", 4), status: "ok", before: tf(5, B, 3), after: tf(0, B, 4)},
+			},
+			final: map[string]string{"u1": tf(0, B, 4)},
+		},
+		{
 			name: "reversing a negative event adds it back",
 			maxP: maxP,
 			steps: []step{

@@ -84,7 +84,7 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 					group{fmt.Sprintf("shard %d all keys + snapshot", i), []string{k.Z, k.M, k.Ev, k.Meta, k.Snapshot("s1")}},
 					// snapshot script: source, copy, marker; a snapshot page
 					// seeks the copy guarded by the marker.
-					group{fmt.Sprintf("shard %d snapshot script", i), []string{k.Z, k.Snapshot("s1"), k.Snapshot("s1") + ":m"}},
+					group{fmt.Sprintf("shard %d snapshot script", i), []string{k.Z, k.Snapshot("s1"), k.SnapshotMarker("s1")}},
 				)
 			}
 			seen := map[string]bool{}

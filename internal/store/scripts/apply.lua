@@ -26,14 +26,17 @@ else
   return redis.error_reply('ERR rankgate apply: bad mode')
 end
 
+-- Refusals come before any write: a refused event leaves no trace.
+if newP ~= nil then
+  if newP > maxp or newP < -maxp then return {'range', cur or '', cur or ''} end
+  if B > 0 and (seq < 0 or seq >= B) then return {'range', cur or '', cur or ''} end
+end
 touch_meta(meta, ARGV[8], ARGV[9])
 if newP == nil then
   -- Recorded so that a replay is a duplicate; nothing to reverse.
   redis.call('HSET', ev, id, '0|' .. fmt(curSeq or -1) .. '|' .. fmt(curSeq or -1))
   return {'same', cur, cur}
 end
-if newP > maxp or newP < -maxp then return {'range', cur or '', cur or ''} end
-if B > 0 and (seq < 0 or seq >= B) then return {'range', cur or '', cur or ''} end
 
 local score = fmt(encode(newP, B, seq))
 redis.call('ZADD', z, score, member)
@@ -41,4 +44,7 @@ redis.call('ZADD', z, score, member)
 local before = -1
 if P ~= nil then before = curSeq end
 redis.call('HSET', ev, id, fmt(newP - (P or 0)) .. '|' .. fmt(before) .. '|' .. fmt(seq))
+-- '#n:<member>' counts the member's live (applied, not reversed) changes on
+-- this shard; a field starting with '#' is never an event id.
+redis.call('HINCRBY', ev, '#n:' .. member, 1)
 return {'ok', cur or '', score}

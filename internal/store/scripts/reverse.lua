@@ -24,13 +24,17 @@ local P, curSeq = decode(cur, B)
 local newP = (P or 0) - d
 if newP > maxp or newP < -maxp then return {'range', cur or '', cur or ''} end
 
--- The event being undone is still the member's latest change: restore the
--- state before it exactly (its seq, or absence). Otherwise the member reaches
--- the new total now, with a new seq.
+-- The event being undone is the member's only live change: the member leaves
+-- the board, as if it never happened. It is still the latest change: restore
+-- the seq from before it. Otherwise the member reaches the new total now,
+-- with a new seq.
 local latest = (B == 0) or (curSeq == sa)
+local live = tonumber(redis.call('HGET', ev, '#n:' .. member) or '')
+local gone
+if live then gone = (live <= 1) else gone = latest and sb == -1 end
 local after = ''
 local newSeq = seq
-if latest and sb == -1 and newP == 0 then
+if gone and newP == 0 then
   redis.call('ZREM', z, member)
   newSeq = -1
 else
@@ -43,5 +47,6 @@ else
 end
 touch_meta(meta, ARGV[7], ARGV[8])
 redis.call('HSET', ev, oid, 'R|' .. rec)
+if live then redis.call('HINCRBY', ev, '#n:' .. member, -1) end
 redis.call('HSET', ev, rid, fmt(-d) .. '|' .. fmt(curSeq or -1) .. '|' .. fmt(newSeq) .. '|r:' .. oid)
 return {'ok', cur or '', after}
