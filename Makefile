@@ -44,7 +44,8 @@ test: vet test-cluster-up ## go vet, then all tests against the test cluster
 test-race: vet test-cluster-up ## go vet, then ./internal/... tests with -race
 	RANKGATE_TEST_REDIS_CLUSTER=$(TEST_CLUSTER_ADDRS) $(GO) test -race -count=1 ./internal/...
 
-run: cluster-up ## start the dev cluster and run the gateway
+run: cluster-up ## start the dev cluster and the gateway on :8080, seeded with demo data
+	@(deploy/demo-seed.sh || true) &
 	$(GO) run ./cmd/gateway -config $(CONFIG)
 
 bench: ## benchmarks of ./internal/...

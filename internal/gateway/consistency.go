@@ -76,6 +76,7 @@ func serve[V metaOf](ctx context.Context, s *Service, rc *readCtx, op string, de
 		}
 		v, err := compute(ctx, rc)
 		s.countRead(op, rc.meta.Source, err)
+		countPartial(s, op, &v, err)
 		return v, err
 	case ConsistencyCached:
 		k := key()
@@ -88,6 +89,7 @@ func serve[V metaOf](ctx context.Context, s *Service, rc *readCtx, op string, de
 			if err != nil {
 				return nil, false, err
 			}
+			countPartial(s, op, &v, nil)
 			if p, ok := any(&v).(*Page); ok {
 				// Encode the entries once for every caller the cache serves.
 				if p.entriesJSON, err = encodeEntries(*p); err != nil {
@@ -119,7 +121,16 @@ func serve[V metaOf](ctx context.Context, s *Service, rc *readCtx, op string, de
 		rc.meta.Source = SourcePrimary
 		v, err := compute(ctx, rc)
 		s.countRead(op, SourcePrimary, err)
+		countPartial(s, op, &v, err)
 		return v, err
+	}
+}
+
+// countPartial counts an answer flagged partial, once per answer however
+// many fan-outs it took.
+func countPartial[V metaOf](s *Service, op string, v *V, err error) {
+	if err == nil && readMeta(v).Partial {
+		s.m.partial.WithLabelValues(op).Inc()
 	}
 }
 
@@ -128,5 +139,6 @@ func (s *Service) countRead(op string, src Source, err error) {
 	if err != nil {
 		outcome = string(rank.CodeOf(err))
 	}
+
 	s.m.reads.WithLabelValues(op, string(src), outcome).Inc()
 }

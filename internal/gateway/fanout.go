@@ -9,44 +9,60 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/store"
 )
 
-// fanout runs fn once per shard in parallel, each under its own deadline, and
-// writes each answer into a slice indexed by shard. By default the first
-// error cancels the rest and fails the whole read (exact ranks need every
-// shard). With allowPartial, failures are collected instead: ok[i] says which
-// shards answered and missing lists the others; if none answered it fails.
+// fanout runs fn once per shard 0..n-1; see fanoutShards.
 func fanout[T any](ctx context.Context, s *Service, op string, n int, allowPartial bool,
 	fn func(ctx context.Context, i int) (T, error)) (res []T, ok []bool, missing []int, err error) {
+	shards := make([]int, n)
+	for i := range shards {
+		shards[i] = i
+	}
+	return fanoutShards(ctx, s, op, shards, allowPartial, fn)
+}
+
+// fanoutShards runs fn once for each listed shard in parallel, each under its
+// own deadline, and writes each answer into a slice indexed like shards
+// (fn receives the real shard number). By default the first error cancels the
+// rest and fails the whole read (exact ranks need every shard); errors name
+// their shard. With allowPartial, failures are collected instead: ok[j] says
+// which answered and missing lists the real numbers of the others; if none
+// answered it fails.
+func fanoutShards[T any](ctx context.Context, s *Service, op string, shards []int, allowPartial bool,
+	fn func(ctx context.Context, i int) (T, error)) (res []T, ok []bool, missing []int, err error) {
+	n := len(shards)
 	s.m.fanoutWidth.WithLabelValues(op).Observe(float64(n))
 	res = make([]T, n)
 	ok = make([]bool, n)
 	errs := make([]error, n)
 	hist := s.m.shardDuration.WithLabelValues(op)
-	call := func(ctx context.Context, i int) error {
+	call := func(ctx context.Context, j int) error {
 		cctx, cancel := context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 		start := time.Now()
-		v, err := fn(cctx, i)
+		v, err := fn(cctx, shards[j])
 		hist.Observe(time.Since(start).Seconds())
 		if err != nil {
-			s.m.shardErrors.WithLabelValues(op).Inc()
-			errs[i] = fmt.Errorf("%s from shard %d: %w", op, i, err)
-			return errs[i]
+			if ctx.Err() == nil && !errors.Is(err, store.ErrSnapshotExpired) {
+				s.m.shardErrors.WithLabelValues(op).Inc()
+			}
+			errs[j] = fmt.Errorf("%s from shard %d: %w", op, shards[j], err)
+			return errs[j]
 		}
-		res[i], ok[i] = v, true
+		res[j], ok[j] = v, true
 		return nil
 	}
-	if n == 1 {
-		if err := call(ctx, 0); err != nil {
-			return nil, nil, nil, unavailable(err)
-		}
-		return res, ok, nil, nil
-	}
 	if !allowPartial {
+		if n == 1 {
+			if err := call(ctx, 0); err != nil {
+				return nil, nil, nil, unavailable(err)
+			}
+			return res, ok, nil, nil
+		}
 		g, gctx := errgroup.WithContext(ctx)
-		for i := 0; i < n; i++ {
-			g.Go(func() error { return call(gctx, i) })
+		for j := 0; j < n; j++ {
+			g.Go(func() error { return call(gctx, j) })
 		}
 		if err := g.Wait(); err != nil {
 			return nil, nil, nil, unavailable(err)
@@ -54,20 +70,17 @@ func fanout[T any](ctx context.Context, s *Service, op string, n int, allowParti
 		return res, ok, nil, nil
 	}
 	var g errgroup.Group
-	for i := 0; i < n; i++ {
-		g.Go(func() error { _ = call(ctx, i); return nil })
+	for j := 0; j < n; j++ {
+		g.Go(func() error { _ = call(ctx, j); return nil })
 	}
 	_ = g.Wait()
-	for i := range ok {
-		if !ok[i] {
-			missing = append(missing, i)
+	for j := range ok {
+		if !ok[j] {
+			missing = append(missing, shards[j])
 		}
 	}
 	if len(missing) == n {
 		return nil, nil, nil, unavailable(errors.Join(errs...))
-	}
-	if len(missing) > 0 {
-		s.m.partial.WithLabelValues(op).Inc()
 	}
 	return res, ok, missing, nil
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -38,11 +39,16 @@ func (s *Service) startRead(ctx context.Context, ref BoardRef, o ReadOptions) (*
 
 func (rc *readCtx) key(s *Service, i int) string { return s.layout.ZKey(rc.b.b, i, rc.b.n) }
 
+// partial records shards that did not answer, merged across the fan-outs of
+// one read, sorted and without repeats.
 func (rc *readCtx) partial(missing []int) {
-	if len(missing) > 0 {
-		rc.meta.Partial = true
-		rc.meta.Missing = missing
+	if len(missing) == 0 {
+		return
 	}
+	rc.meta.Partial = true
+	all := append(append([]int(nil), rc.meta.Missing...), missing...)
+	sort.Ints(all)
+	rc.meta.Missing = slices.Compact(all)
 }
 
 // toEntries turns merged items into entries (points decoded).
@@ -109,25 +115,26 @@ func (s *Service) seekAll(ctx context.Context, rc *readCtx, op string, a store.S
 			}
 		}
 		if len(again) > 0 {
-			res2, ok2, missing2, err := fanout(ctx, s, op+"_more", len(again), rc.o.AllowPartial, func(ctx context.Context, j int) (store.SeekResult, error) {
-				i := again[j]
+			res2, ok2, missing2, err := fanoutShards(ctx, s, op+"_more", again, rc.o.AllowPartial, func(ctx context.Context, i int) (store.SeekResult, error) {
 				last := lists[i][len(lists[i])-1]
 				b := store.SeekArgs{Mode: store.SeekAfter, Score: last.Score, Member: last.Member, Limit: want - len(lists[i]), StopMin: a.StopMin}
 				return s.be.Seek(ctx, rc.key(s, i), b, rc.replica)
 			})
-			if err != nil {
+			switch {
+			case err != nil && rc.o.AllowPartial && ctx.Err() == nil:
+				// Every re-asked shard failed: keep what they gave at first.
+				missing = append(missing, again...)
+			case err != nil:
 				return nil, 0, 0, err
-			}
-			for j, r := range res2 {
-				if !ok2[j] {
-					continue
+			default:
+				for j, r := range res2 {
+					if ok2[j] {
+						i := again[j]
+						lists[i] = append(lists[i][:len(lists[i]):len(lists[i])], r.Items...)
+						fetched += int64(len(r.Items))
+					}
 				}
-				i := again[j]
-				lists[i] = append(lists[i][:len(lists[i]):len(lists[i])], r.Items...)
-				fetched += int64(len(r.Items))
-			}
-			for _, j := range missing2 {
-				missing = append(missing, again[j])
+				missing = append(missing, missing2...)
 			}
 			items = merge.Merge(items[:0], lists, want, rank.Before)
 		}

@@ -376,7 +376,11 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 		return EventResult{}, rank.Unavailable(firstErr, "event %s reached only part of its boards; retry it", p.ev.EventID)
 	case closed > 0:
 		p.late = "frozen"
-		s.recordLate(ctx, []plan{*p}, now)
+		kept := []plan{*p}
+		s.recordLate(ctx, kept, now)
+		if kept[0].err != nil {
+			return EventResult{}, kept[0].err
+		}
 		return EventResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is frozen; the event is kept for review", p.period.ID, p.fam.cfg.Name)
 	case outOfRange > 0:
 		return EventResult{}, &rank.Error{Code: rank.CodeOutOfRange, Field: "delta",
@@ -442,6 +446,9 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 	now := s.now()
 	if f.closedAt(b.period, now) {
 		return ProjectionResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is closed", b.period.ID, f.cfg.Name)
+	}
+	if !b.period.Start.IsZero() && b.period.Start.After(now.Add(MaxFuture)) {
+		return ProjectionResult{}, rank.Invalid("period", "period %s has not started yet", b.period.ID)
 	}
 	sc, err := s.ensurePeriod(ctx, f, b.period.ID)
 	if err != nil {

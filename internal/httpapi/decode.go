@@ -52,6 +52,9 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // decodeValue strictly decodes data, which must hold exactly one JSON value.
 // Field names in errors are put under prefix (e.g. "events[3]").
 func decodeValue(data []byte, prefix string, dst any) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		return rank.Invalid(prefix, "a JSON object is required, not null")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {

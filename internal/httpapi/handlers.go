@@ -237,6 +237,9 @@ func (s *server) period(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
+	if _, given := q.str("at"); given && (at.Year() < 1970 || at.Year() > 9998) {
+		return rank.Invalid("at", "at must lie within the years 1970..9998")
+	}
 	info, err := s.svc.Period(r.Context(), r.PathValue("family"), at)
 	if err != nil {
 		return err

@@ -55,6 +55,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rankgate_script_errors_total", Help: "Lua script calls that returned an error, by script.",
 		}, []string{"script"}),
 	}
+	// Every series exists from the start, so dashboards and alerts see zeros.
+	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
+		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots"} {
+		m.errors.WithLabelValues(op)
+	}
+	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot"} {
+		m.scriptErrors.WithLabelValues(sc)
+	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors} {
 			if err := reg.Register(c); err != nil {
@@ -104,8 +112,10 @@ func (s *Store) reader(replica bool) (redis.UniversalClient, bool) {
 	return s.rw, false
 }
 
+// fail counts a Redis failure; absent keys and cancellations (a fan-out that
+// gave up on this call because another shard failed) are not failures.
 func (s *Store) fail(op string, err error) error {
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil && !errors.Is(err, redis.Nil) && !errors.Is(err, context.Canceled) {
 		s.m.errors.WithLabelValues(op).Inc()
 	}
 	return err
@@ -358,7 +368,9 @@ func (s *Store) Seek(ctx context.Context, key string, a SeekArgs, replica bool) 
 		return SeekResult{}, ErrSnapshotExpired
 	}
 	if err != nil {
-		s.m.scriptErrors.WithLabelValues("seek").Inc()
+		if !errors.Is(err, context.Canceled) {
+			s.m.scriptErrors.WithLabelValues("seek").Inc()
+		}
 		return SeekResult{}, s.fail("seek", err)
 	}
 	arr, ok := v.([]any)
