@@ -271,12 +271,20 @@ probe() {
 check_health() {
 	HEALTH_ERR=
 	HEALTH_PORT=
+	FOREIGN_DIR=
 	local p base_nodes=
 	for p in "${PORTS[@]}"; do
 		probe "$p"
 		[[ -n $P_PONG ]] || unhealthy "$p" "node $HOST:$p does not answer PING (${P_RAW:-no reply})" || return 1
-		[[ $P_PIDFILE == "$DATA/$p.pid" ]] ||
-			unhealthy "" "node $HOST:$p was not started by this script for base $BASE (its pidfile is '${P_PIDFILE}')" || return 1
+		if [[ $P_PIDFILE != "$DATA/$p.pid" ]]; then
+			# A cluster that this script started from another checkout of the
+			# repository is as good as ours: use it, leave it to its owner.
+			if [[ $P_PIDFILE == */deploy/cluster/.data/$BASE/$p.pid ]]; then
+				FOREIGN_DIR=${P_PIDFILE%/*}
+			else
+				unhealthy "" "node $HOST:$p was not started by this script for base $BASE (its pidfile is '${P_PIDFILE}')" || return 1
+			fi
+		fi
 		[[ $P_STATE == ok ]] || unhealthy "$p" "node $HOST:$p: cluster_state:${P_STATE:-? (cluster mode off?)}" || return 1
 		if [[ $P_ROLE == slave ]]; then
 			[[ $P_LINK == up ]] || unhealthy "$p" "replica $HOST:$p: master_link_status:${P_LINK:-?}" || return 1
@@ -289,7 +297,7 @@ check_health() {
 			base_nodes=$P_NODES
 		fi
 	done
-	if ((CHECK_STAMP)) && { [[ ! -f $STAMP ]] || [[ "$(<"$STAMP")" != "$(desired_stamp)" ]]; }; then
+	if ((CHECK_STAMP)) && [[ -z $FOREIGN_DIR ]] && { [[ ! -f $STAMP ]] || [[ "$(<"$STAMP")" != "$(desired_stamp)" ]]; }; then
 		unhealthy "" "settings changed, want: $(desired_stamp | tr '\n' ' ')" || return 1
 	fi
 
@@ -385,7 +393,11 @@ cmd_up() {
 	acquire_lock # before ensure_tools: concurrent ups must not run apt-get side by side
 	ensure_tools
 	if check_health; then
-		log "cluster on base $BASE already up"
+		if [[ -n $FOREIGN_DIR ]]; then
+			log "cluster on base $BASE already up (started from another checkout, data in $FOREIGN_DIR); using it"
+		else
+			log "cluster on base $BASE already up"
+		fi
 		addrs
 		return 0
 	fi
