@@ -103,7 +103,7 @@ func (s *Service) seekAll(ctx context.Context, rc *readCtx, op string, a store.S
 		more += r.More
 		fetched += int64(len(r.Items))
 	}
-	items := merge.Merge(make([]rank.Item, 0, want), lists, want, rank.Before)
+	items := mergeItems(lists, want)
 	if first.Limit < want {
 		var again []int
 		for i, l := range lists {
@@ -136,7 +136,7 @@ func (s *Service) seekAll(ctx context.Context, rc *readCtx, op string, a store.S
 				}
 				missing = append(missing, missing2...)
 			}
-			items = merge.Merge(items[:0], lists, want, rank.Before)
+			items = mergeInto(items[:0], lists, want)
 		}
 	}
 	rc.partial(missing)
