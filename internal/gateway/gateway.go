@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/cache"
 
@@ -39,6 +40,8 @@ type Backend interface {
 	Profiles(ctx context.Context, keys []string, replica bool) ([]map[string]string, error)
 	Ready(ctx context.Context) error
 	HasReplica() bool
+	SetStates(ctx context.Context, metas []string, state string) error
+	LateEvents(ctx context.Context, pk shard.PeriodKeys, count int64) ([]redis.XMessage, error)
 	Snapshot(ctx context.Context, src, dst, marker string, depth int, ttl time.Duration) (int64, error)
 	Boards(ctx context.Context, pk shard.PeriodKeys) ([]string, error)
 	Card(ctx context.Context, key string, replica bool) (int64, error)
@@ -87,7 +90,10 @@ type Service struct {
 	// replicaReads: consistency=replica really reads replicas.
 	replicaReads bool
 
+	ledger Ledger
+
 	periods sync.Map // "family/period" → map[string]int (recorded shard counts)
+	states  sync.Map // "family/period" → cachedState
 	boards  sync.Map // "family/period/dimension" → struct{} (registered in the period's set)
 }
 

@@ -23,6 +23,8 @@ type plan struct {
 	first  int // index of its first write in the batch's write list
 	err    error
 	late   string // reason when refused as late
+	// periodClosed: the period is known frozen (see store.Write.PeriodClosed).
+	periodClosed bool
 }
 
 // ApplyEvent applies one point event (or reversal) to every board of its
@@ -53,10 +55,11 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 	for i := range evs {
 		plans[i] = s.planEvent(evs[i], now)
 	}
-	s.recordLate(ctx, plans, now)
-
-	// Shard counts per family period, recorded at first write.
+	// Shard counts per family period, recorded at first write; and the
+	// period's state: a frozen period refuses events even on boards that do
+	// not exist yet (existing board shards also refuse them atomically).
 	shards := map[string]map[string]int{}
+	states := map[string]string{}
 	for i := range plans {
 		p := &plans[i]
 		if p.err != nil {
@@ -69,8 +72,14 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 				return nil, err
 			}
 			shards[key] = sc
+			if states[key], err = s.periodState(ctx, p.fam, p.period.ID); err != nil {
+				return nil, err
+			}
 		}
+		// The scripts refuse (or answer a replay as a duplicate) atomically.
+		p.periodClosed = states[key] != "" && states[key] != "open"
 	}
+	s.recordLate(ctx, plans, now)
 	if err := s.takeSeqs(ctx, plans); err != nil {
 		return nil, err
 	}
@@ -89,6 +98,7 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 			w := store.Write{
 				Keys: s.layout.Keys(b, shard.Of(p.ev.User, n), n), Member: p.ev.User, EventID: p.ev.EventID,
 				B: p.fam.enc.B, Seq: p.seq, MaxPoints: p.fam.enc.MaxPoints, NowMs: nowMs, Rules: p.fam.cfg.RulesVersion,
+				PeriodClosed: p.periodClosed,
 			}
 			if p.ev.Reverses != "" {
 				w.Kind, w.Reverses = store.KindReverse, p.ev.Reverses
@@ -102,7 +112,6 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 	if len(writes) > 0 {
 		results = s.be.Write(ctx, writes)
 	}
-	s.registerBoards(ctx, plans)
 
 	out := make([]BatchItem, len(plans))
 	for i := range plans {
@@ -125,6 +134,14 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 		s.m.events.WithLabelValues(p.fam.cfg.Name, outcome).Inc()
 		out[i].Result = &res
 	}
+	// Only boards that took an event join the period's listing.
+	applied := make([]plan, 0, len(plans))
+	for i := range plans {
+		if out[i].Err == nil {
+			applied = append(applied, plans[i])
+		}
+	}
+	s.registerBoards(ctx, applied)
 	return out, nil
 }
 
@@ -453,6 +470,11 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 	sc, err := s.ensurePeriod(ctx, f, b.period.ID)
 	if err != nil {
 		return ProjectionResult{}, err
+	}
+	if st, err := s.periodState(ctx, f, b.period.ID); err != nil {
+		return ProjectionResult{}, err
+	} else if st != "" && st != "open" {
+		return ProjectionResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is %s", b.period.ID, f.cfg.Name, st)
 	}
 	n := sc[b.b.DimType]
 	var seq int64

@@ -13,6 +13,10 @@ import (
 // serve. It is HTTP-only, so it lives here rather than in rank.
 const CodeMethodNotAllowed rank.Code = "method_not_allowed"
 
+// CodeRateLimited answers a request over its token's rate limit (429, with
+// Retry-After). HTTP-only, like CodeMethodNotAllowed.
+const CodeRateLimited rank.Code = "rate_limited"
+
 // statusClientClosed is recorded when the client went away before the answer
 // (nginx's convention); nobody reads it, but it keeps 5xx metrics honest.
 const statusClientClosed = 499
@@ -43,6 +47,8 @@ func statusOf(c rank.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case rank.CodeOutOfRange:
 		return http.StatusUnprocessableEntity
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
 	case rank.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	default: // rank.CodeInternal and anything unmapped

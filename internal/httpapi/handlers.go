@@ -350,3 +350,40 @@ func (s *server) layout(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeRead(w, res.ReadMeta, res)
 }
+
+func (s *server) periodDetail(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.svc.PeriodDetail(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) freeze(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.svc.Freeze(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) reviews(w http.ResponseWriter, r *http.Request) error {
+	q := newParams(r)
+	family, _ := q.str("family")
+	period, _ := q.str("period")
+	limit := q.int("limit", 100)
+	if q.err != nil {
+		return q.err
+	}
+	if family == "" {
+		return rank.Invalid("family", "family is required")
+	}
+	if period == "" {
+		period = "current"
+	}
+	res, err := s.svc.Reviews(r.Context(), family, period, limit)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}

@@ -36,6 +36,9 @@ type Service interface {
 	CreateSnapshot(ctx context.Context, b gateway.BoardRef, depth int, ttl time.Duration) (gateway.SnapshotInfo, error)
 	Boards(ctx context.Context, family, period string) (gateway.BoardList, error)
 	Layout(ctx context.Context, family, period string) (gateway.Layout, error)
+	PeriodDetail(ctx context.Context, family, period string) (gateway.PeriodDetail, error)
+	Freeze(ctx context.Context, family, period string) (gateway.PeriodDetail, error)
+	Reviews(ctx context.Context, family, period string, limit int) (gateway.ReviewList, error)
 }
 
 // Options are the dependencies of the handler. Every field may be nil.
@@ -117,6 +120,9 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("GET /v1/families/{family}/period", s.period)
 	// Administration.
 	api("GET /v1/layout", s.layout)
+	api("GET /v1/periods/{family}/{period}", s.periodDetail)
+	api("POST /v1/periods/{family}/{period}/freeze", s.freeze)
+	api("GET /v1/reviews", s.reviews)
 	// Service.
 	s.mux.Handle("GET /healthz", s.adapt(s.healthz))
 	s.mux.Handle("GET /readyz", s.adapt(s.readyz))

@@ -42,6 +42,9 @@ type fakeService struct {
 	snapshot   func(context.Context, gateway.BoardRef, int, time.Duration) (gateway.SnapshotInfo, error)
 	boards     func(context.Context, string, string) (gateway.BoardList, error)
 	layout     func(context.Context, string, string) (gateway.Layout, error)
+	detail     func(context.Context, string, string) (gateway.PeriodDetail, error)
+	freeze     func(context.Context, string, string) (gateway.PeriodDetail, error)
+	reviews    func(context.Context, string, string, int) (gateway.ReviewList, error)
 }
 
 var _ Service = (*fakeService)(nil)
@@ -163,6 +166,27 @@ func (f *fakeService) Layout(ctx context.Context, family, period string) (gatewa
 		return gateway.Layout{}, f.unexpected("Layout")
 	}
 	return f.layout(ctx, family, period)
+}
+
+func (f *fakeService) PeriodDetail(ctx context.Context, family, period string) (gateway.PeriodDetail, error) {
+	if f.detail == nil {
+		return gateway.PeriodDetail{}, f.unexpected("PeriodDetail")
+	}
+	return f.detail(ctx, family, period)
+}
+
+func (f *fakeService) Freeze(ctx context.Context, family, period string) (gateway.PeriodDetail, error) {
+	if f.freeze == nil {
+		return gateway.PeriodDetail{}, f.unexpected("Freeze")
+	}
+	return f.freeze(ctx, family, period)
+}
+
+func (f *fakeService) Reviews(ctx context.Context, family, period string, limit int) (gateway.ReviewList, error) {
+	if f.reviews == nil {
+		return gateway.ReviewList{}, f.unexpected("Reviews")
+	}
+	return f.reviews(ctx, family, period, limit)
 }
 
 // Fixtures.
@@ -901,7 +925,7 @@ func TestRouting(t *testing.T) {
 		{"unknown path", "GET", "/v1/nope", 404, rank.CodeNotFound, ""},
 		{"root", "GET", "/", 404, rank.CodeNotFound, ""},
 		{"board without a read", "GET", natPath, 404, rank.CodeNotFound, ""},
-		{"later issue not registered", "POST", "/v1/periods/learning/2026-W34/freeze", 404, rank.CodeNotFound, ""},
+		{"later issue not registered", "POST", "/v1/periods/learning/2026-W34/settle/now", 404, rank.CodeNotFound, ""},
 		{"wrong method on events", "GET", "/v1/events", 405, CodeMethodNotAllowed, "POST"},
 		{"wrong method on top", "DELETE", natPath + "/top", 405, CodeMethodNotAllowed, "GET, HEAD"},
 		{"wrong method on member", "POST", natPath + "/members/u1", 405, CodeMethodNotAllowed, "GET, HEAD, PUT"},
@@ -1051,7 +1075,7 @@ func TestStatusOfCoversEveryCode(t *testing.T) {
 		rank.CodeForbidden, rank.CodeUnknownFamily, rank.CodeUnknownBoard, rank.CodeNotRanked,
 		rank.CodeUnknownEvent, rank.CodeNotFound, rank.CodePeriodClosed, rank.CodeWrongSource,
 		rank.CodeSnapshotExpired, rank.CodeLedgerRequired, rank.CodeTooLarge, rank.CodeOutOfRange,
-		rank.CodeUnavailable, CodeMethodNotAllowed,
+		rank.CodeUnavailable, CodeMethodNotAllowed, CodeRateLimited,
 	}
 	for _, c := range codes {
 		if s := statusOf(c); s == http.StatusInternalServerError || s < 400 {

@@ -60,6 +60,13 @@ type Keys struct {
 // Snapshot returns the key of a snapshot copy of this shard.
 func (k Keys) Snapshot(id string) string { return k.base() + "snap:" + id }
 
+// RebuildZ and RebuildM are the fresh copies a rebuild fills beside the live
+// sorted set and version hash before swapping them in (same tag).
+func (k Keys) RebuildZ() string { return k.Z + ":rebuild" }
+
+// RebuildM: see RebuildZ.
+func (k Keys) RebuildM() string { return k.M + ":rebuild" }
+
 // SnapshotMarker returns the key whose presence says the snapshot id is
 // alive on this shard (a shard with no entries has no copy key).
 func (k Keys) SnapshotMarker(id string) string { return k.base() + "snap:" + id + ":m" }

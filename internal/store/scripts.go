@@ -33,12 +33,13 @@ var (
 	seekScript     = script("#!lua flags=no-writes", "seek.lua")
 	positionScript = script("#!lua flags=no-writes", "position.lua")
 	snapshotScript = script("#!lua", "snapshot.lua")
+	swapScript     = script("#!lua", "swap.lua")
 )
 
 // Scripts lists every script with its name, for preloading and tests.
 func Scripts() map[string]*redis.Script {
 	return map[string]*redis.Script{
 		"apply": applyScript, "reverse": reverseScript, "project": projectScript,
-		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript,
+		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript, "swap": swapScript,
 	}
 }

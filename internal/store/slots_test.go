@@ -85,6 +85,7 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 					// snapshot script: source, copy, marker; a snapshot page
 					// seeks the copy guarded by the marker.
 					group{fmt.Sprintf("shard %d snapshot script", i), []string{k.Z, k.Snapshot("s1"), k.SnapshotMarker("s1")}},
+					group{fmt.Sprintf("shard %d swap script", i), []string{k.RebuildZ(), k.Z, k.RebuildM(), k.M}},
 				)
 			}
 			seen := map[string]bool{}

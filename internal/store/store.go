@@ -57,10 +57,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
-		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots"} {
+		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
+		"rebuild", "zscan"} {
 		m.errors.WithLabelValues(op)
 	}
-	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot"} {
+	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap"} {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
@@ -145,14 +146,20 @@ type Write struct {
 	Value   int64
 	// Reverse: EventID is the reversal's id, Reverses the original's.
 	Reverses string
-	// Project: Version, Value (stored total).
+	// Project: Version, Value (stored total); SetSeq makes Seq the member's
+	// seq whatever the points (ledger mode); Absent removes the member.
 	Version int64
+	SetSeq  bool
+	Absent  bool
 
-	B         int64 // 0: tie member
-	Seq       int64
-	MaxPoints int64
-	NowMs     int64
-	Rules     string
+	B   int64 // 0: tie member
+	Seq int64
+	// PeriodClosed: the period is known frozen; apply and reverse refuse even
+	// on a board shard that has no state mark yet (replays still answer dup).
+	PeriodClosed bool
+	MaxPoints    int64
+	NowMs        int64
+	Rules        string
 }
 
 // WriteResult is a script's answer.
@@ -182,14 +189,28 @@ func (w Write) keysArgs() ([]string, []any) {
 	switch w.Kind {
 	case KindReverse:
 		return []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
-			[]any{w.EventID, w.Reverses, w.Member, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules}
+			[]any{w.EventID, w.Reverses, w.Member, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, flag(w.PeriodClosed)}
 	case KindProject:
+		seqMode, present := "keep", "1"
+		if w.SetSeq {
+			seqMode = "set"
+		}
+		if w.Absent {
+			present = "0"
+		}
 		return []string{w.Keys.Z, w.Keys.M, w.Keys.Meta},
-			[]any{w.Member, w.Version, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules}
+			[]any{w.Member, w.Version, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, seqMode, present}
 	default:
 		return []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
-			[]any{w.EventID, w.Member, w.Mode, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules}
+			[]any{w.EventID, w.Member, w.Mode, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, flag(w.PeriodClosed)}
 	}
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // KeysOf returns the keys a write passes through KEYS (for the one-slot test).

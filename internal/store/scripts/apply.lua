@@ -2,7 +2,9 @@
 -- KEYS: 1 z (zset), 2 ev (dedupe hash), 3 meta (state hash) — one hash tag.
 -- ARGV: 1 event id, 2 member, 3 mode (sum | gt | lt, in stored space),
 --       4 stored delta or value, 5 B (0: tie member), 6 achievement seq,
---       7 max |stored points|, 8 now (unix ms), 9 rules version.
+--       7 max |stored points|, 8 now (unix ms), 9 rules version,
+--       10 '1' when the period is known frozen (a board shard that has no
+--       meta yet must refuse too).
 -- Returns {status, score before or '', score after or ''} with status
 -- ok | same (max/min: not an improvement) | dup | closed | range.
 local z, ev, meta = KEYS[1], KEYS[2], KEYS[3]
@@ -12,6 +14,7 @@ local v, B, seq, maxp = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
 local cur = redis.call('ZSCORE', z, member)
 if redis.call('HEXISTS', ev, id) == 1 then return {'dup', cur or '', cur or ''} end
 local st = closed_state(meta)
+if not st and ARGV[10] == '1' then st = 'frozen' end
 if st then return {'closed', st, cur or ''} end
 
 local P, curSeq = decode(cur, B)

@@ -1,8 +1,11 @@
 -- project.lua: set a member's absolute total from an upstream ledger, applied
 -- only when its version is newer than the stored one.
 -- KEYS: 1 z, 2 m (member → version hash), 3 meta — one hash tag.
--- ARGV: 1 member, 2 version, 3 stored points, 4 B, 5 seq (used only when the
---       points change), 6 max |stored points|, 7 now (unix ms), 8 rules version.
+-- ARGV: 1 member, 2 version, 3 stored points, 4 B, 5 seq, 6 max |stored
+--       points|, 7 now (unix ms), 8 rules version, 9 seq mode: 'keep' (API
+--       projections: the seq changes only when the points do) or 'set' (ledger
+--       mode: the ledger's achievement seq is the truth), 10 present: '0'
+--       removes the member (a ledger reversal of its only change).
 -- Returns {status, version (stored or applied), score before or '', score after or ''}
 -- with status ok | stale | closed | range.
 local z, m, meta = KEYS[1], KEYS[2], KEYS[3]
@@ -17,8 +20,14 @@ if version <= cv then return {'stale', fmt(cv), cur or '', cur or ''} end
 if p > maxp or p < -maxp then return {'range', fmt(cv), cur or '', cur or ''} end
 
 local P, curSeq = decode(cur, B)
+if ARGV[10] == '0' then
+  touch_meta(meta, ARGV[7], ARGV[8])
+  redis.call('ZREM', z, member)
+  redis.call('HSET', m, member, fmt(version))
+  return {'ok', fmt(version), cur or '', ''}
+end
 local useSeq = seq
-if P ~= nil and P == p then useSeq = curSeq end
+if ARGV[9] ~= 'set' and P ~= nil and P == p then useSeq = curSeq end
 if B > 0 and (useSeq < 0 or useSeq >= B) then return {'range', fmt(cv), cur or '', cur or ''} end
 local score = fmt(encode(p, B, useSeq))
 touch_meta(meta, ARGV[7], ARGV[8])

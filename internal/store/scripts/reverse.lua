@@ -1,7 +1,8 @@
 -- reverse.lua: subtract exactly what an earlier event added, once.
 -- KEYS: 1 z, 2 ev, 3 meta — one hash tag.
 -- ARGV: 1 reversal event id, 2 original event id, 3 member, 4 B, 5 new seq,
---       6 max |stored points|, 7 now (unix ms), 8 rules version.
+--       6 max |stored points|, 7 now (unix ms), 8 rules version,
+--       9 '1' when the period is known frozen.
 -- Returns {status, score before or '', score after or ''} with status
 -- ok | dup | closed | unknown | reversed (already) | notreversible | range.
 local z, ev, meta = KEYS[1], KEYS[2], KEYS[3]
@@ -11,6 +12,7 @@ local B, seq, maxp = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local cur = redis.call('ZSCORE', z, member)
 if redis.call('HEXISTS', ev, rid) == 1 then return {'dup', cur or '', cur or ''} end
 local st = closed_state(meta)
+if not st and ARGV[9] == '1' then st = 'frozen' end
 if st then return {'closed', st, cur or ''} end
 
 local rec = redis.call('HGET', ev, oid)

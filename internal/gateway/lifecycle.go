@@ -1,0 +1,233 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
+)
+
+// periodStateTTL bounds how long a gateway trusts its copy of a period's
+// state: a freeze made through another gateway reaches brand-new boards of
+// this one within it (existing board shards refuse at once, atomically).
+const periodStateTTL = time.Second
+
+type cachedState struct {
+	state string
+	until time.Time
+}
+
+// periodState returns the period's recorded state ("" when never written).
+func (s *Service) periodState(ctx context.Context, f *family, periodID string) (string, error) {
+	key := f.cfg.Name + "/" + periodID
+	now := s.now()
+	if v, ok := s.states.Load(key); ok && now.Before(v.(cachedState).until) {
+		return v.(cachedState).state, nil
+	}
+	st, err := s.be.Period(ctx, s.layout.Period(f.cfg.Name, periodID))
+	if err != nil {
+		return "", rank.Unavailable(err, "reading period %s", key)
+	}
+	s.states.Store(key, cachedState{state: st.State, until: now.Add(periodStateTTL)})
+	return st.State, nil
+}
+
+// PeriodDetail answers GET /v1/periods/{family}/{period} and the lifecycle
+// calls.
+type PeriodDetail struct {
+	Family       string         `json:"family"`
+	Period       string         `json:"period"`
+	State        string         `json:"state"`
+	Writable     bool           `json:"writable"`
+	Starts       *time.Time     `json:"starts,omitempty"`
+	Ends         *time.Time     `json:"ends,omitempty"`
+	WritesUntil  *time.Time     `json:"writes_until,omitempty"`
+	Boards       []string       `json:"boards"`
+	Shards       map[string]int `json:"shards"`
+	RulesVersion string         `json:"rules_version"`
+	Mode         string         `json:"mode"`
+}
+
+// Mode is "ledger" or "redis-only".
+func (s *Service) Mode() string {
+	if s.ledger != nil {
+		return "ledger"
+	}
+	return "redis-only"
+}
+
+// PeriodDetail reports a period's state, boards, shard counts and rules.
+func (s *Service) PeriodDetail(ctx context.Context, familyName, periodID string) (PeriodDetail, error) {
+	f, err := s.family(familyName)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	p, err := s.periodOf(f, periodID)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	pk := s.layout.Period(f.cfg.Name, p.ID)
+	st, err := s.be.Period(ctx, pk)
+	if err != nil {
+		return PeriodDetail{}, rank.Unavailable(err, "reading period %s", p.ID)
+	}
+	dims, err := s.be.Boards(ctx, pk)
+	if err != nil {
+		return PeriodDetail{}, rank.Unavailable(err, "listing boards of %s", p.ID)
+	}
+	sort.Strings(dims)
+	d := PeriodDetail{Family: f.cfg.Name, Period: p.ID, State: st.State, Boards: dims, Shards: s.mergeShards(f.cfg.Name+"/"+p.ID, f, st),
+		RulesVersion: st.Rules, Mode: s.Mode()}
+	if d.State == "" {
+		d.State = "open"
+	}
+	if d.RulesVersion == "" {
+		d.RulesVersion = f.cfg.RulesVersion
+	}
+	if !p.End.IsZero() {
+		a, b, c := p.Start, p.End, p.End.Add(f.cfg.Grace)
+		d.Starts, d.Ends, d.WritesUntil = &a, &b, &c
+	}
+	d.Writable = d.State == "open" && !f.closedAt(p, s.now())
+	if d.Boards == nil {
+		d.Boards = []string{}
+	}
+	return d, nil
+}
+
+// boardShardMetas lists the meta key of every shard of every board of a
+// period, plus the period's own meta.
+func (s *Service) boardShardMetas(ctx context.Context, f *family, periodID string) ([]string, error) {
+	pk := s.layout.Period(f.cfg.Name, periodID)
+	dims, err := s.be.Boards(ctx, pk)
+	if err != nil {
+		return nil, rank.Unavailable(err, "listing boards of %s", periodID)
+	}
+	shards, err := s.shardCounts(ctx, f, periodID)
+	if err != nil {
+		return nil, err
+	}
+	metas := []string{pk.Meta}
+	for _, d := range dims {
+		t, v, ok := shard.ParseDimension(d)
+		if !ok {
+			continue
+		}
+		n := shards[t]
+		b := shard.Board{Family: f.cfg.Name, Period: periodID, DimType: t, DimValue: v}
+		for i := 0; i < n; i++ {
+			metas = append(metas, s.layout.Keys(b, i, n).Meta)
+		}
+	}
+	return metas, nil
+}
+
+// Freeze marks every shard of every board of the period (and the period)
+// frozen: from then on the scripts refuse writes atomically and refused
+// events are kept for review. In ledger mode the ledger refuses them first.
+// Idempotent.
+func (s *Service) Freeze(ctx context.Context, familyName, periodID string) (PeriodDetail, error) {
+	f, err := s.family(familyName)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	p, err := s.periodOf(f, periodID)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	if s.ledger != nil {
+		if err := s.ledger.Freeze(ctx, f.cfg.Name, p.ID); err != nil {
+			return PeriodDetail{}, ledgerErr(err)
+		}
+	}
+	if _, err := s.ensurePeriod(ctx, f, p.ID); err != nil {
+		return PeriodDetail{}, err
+	}
+	metas, err := s.boardShardMetas(ctx, f, p.ID)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	st, err := s.periodState(ctx, f, p.ID)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	if st == "" || st == "open" {
+		st = "frozen"
+	}
+	if err := s.be.SetStates(ctx, metas, st); err != nil {
+		return PeriodDetail{}, rank.Unavailable(err, "freezing %s/%s; retry (freeze is idempotent)", f.cfg.Name, p.ID)
+	}
+	s.states.Delete(f.cfg.Name + "/" + p.ID)
+	s.log.Info("period frozen", "family", f.cfg.Name, "period", p.ID, "shards", len(metas)-1)
+	return s.PeriodDetail(ctx, f.cfg.Name, p.ID)
+}
+
+// Review is one event refused because its period was closed.
+type Review struct {
+	ID         string          `json:"id"`
+	Family     string          `json:"family"`
+	Period     string          `json:"period"`
+	Reason     string          `json:"reason"`
+	Status     string          `json:"status"`
+	ReceivedAt time.Time       `json:"received_at"`
+	Event      json.RawMessage `json:"event"`
+}
+
+// ReviewList answers GET /v1/reviews.
+type ReviewList struct {
+	Family  string   `json:"family"`
+	Period  string   `json:"period"`
+	Source  string   `json:"source"`
+	Reviews []Review `json:"reviews"`
+}
+
+// Reviews lists the late events kept for review in a family period.
+func (s *Service) Reviews(ctx context.Context, familyName, periodID string, limit int) (ReviewList, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	if limit > 1000 {
+		return ReviewList{}, rank.Invalid("limit", "limit must be within 1..1000")
+	}
+	f, err := s.family(familyName)
+	if err != nil {
+		return ReviewList{}, err
+	}
+	p, err := s.periodOf(f, periodID)
+	if err != nil {
+		return ReviewList{}, err
+	}
+	out := ReviewList{Family: f.cfg.Name, Period: p.ID, Reviews: []Review{}}
+	if s.ledger != nil {
+		out.Source = "ledger"
+		rs, err := s.ledgerReviews(ctx, f.cfg.Name, p.ID, limit)
+		if err != nil {
+			return ReviewList{}, err
+		}
+		out.Reviews = append(out.Reviews, rs...)
+		return out, nil
+	}
+	out.Source = "redis"
+	msgs, err := s.be.LateEvents(ctx, s.layout.Period(f.cfg.Name, p.ID), int64(limit))
+	if err != nil {
+		return ReviewList{}, rank.Unavailable(err, "reading reviews")
+	}
+	for _, m := range msgs {
+		r := Review{ID: m.ID, Family: f.cfg.Name, Period: p.ID, Status: "pending"}
+		r.Reason, _ = m.Values["reason"].(string)
+		if ev, ok := m.Values["event"].(string); ok {
+			r.Event = json.RawMessage(ev)
+		}
+		if ms, ok := m.Values["received_ms"].(string); ok {
+			if v, err := strconv.ParseInt(ms, 10, 64); err == nil {
+				r.ReceivedAt = time.UnixMilli(v).UTC()
+			}
+		}
+		out.Reviews = append(out.Reviews, r)
+	}
+	return out, nil
+}
