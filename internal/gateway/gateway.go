@@ -41,6 +41,9 @@ type Backend interface {
 	Ready(ctx context.Context) error
 	HasReplica() bool
 	SetStates(ctx context.Context, metas []string, state string) error
+	Expire(ctx context.Context, keys []string, ttl time.Duration) error
+	Rebuild(ctx context.Context, k shard.Keys, entries []store.RebuildEntry) (int64, error)
+	ShardMembers(ctx context.Context, key string, cursor uint64, count int64) ([]string, []int64, uint64, error)
 	LateEvents(ctx context.Context, pk shard.PeriodKeys, count int64) ([]redis.XMessage, error)
 	Snapshot(ctx context.Context, src, dst, marker string, depth int, ttl time.Duration) (int64, error)
 	Boards(ctx context.Context, pk shard.PeriodKeys) ([]string, error)
@@ -65,6 +68,11 @@ type Options struct {
 	ShardTimeout time.Duration
 	// CacheSize bounds the read cache (entries); 0 means cache.DefaultSize.
 	CacheSize int
+	// Ledger turns on ledger mode (nil: Redis-only mode).
+	Ledger Ledger
+	// AfterLedgerCommit, a test hook, runs between the ledger commit and the
+	// Redis projection of each event; an error plays a crash there.
+	AfterLedgerCommit func(eventID string) error
 }
 
 // family is a configured family with what the hot path derives from it.
@@ -90,7 +98,8 @@ type Service struct {
 	// replicaReads: consistency=replica really reads replicas.
 	replicaReads bool
 
-	ledger Ledger
+	ledger      Ledger
+	afterCommit func(eventID string) error
 
 	periods sync.Map // "family/period" → map[string]int (recorded shard counts)
 	states  sync.Map // "family/period" → cachedState
@@ -118,6 +127,7 @@ func New(o Options) (*Service, error) {
 	s := &Service{
 		cfg: o.Config, be: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
+		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
 	}
 	s.replicaReads = o.Config.Redis.ReplicaReads && o.Backend.HasReplica()
 	maxTTL := time.Second
@@ -154,7 +164,17 @@ func New(o Options) (*Service, error) {
 }
 
 // Ready reports whether Redis can serve.
-func (s *Service) Ready(ctx context.Context) error { return s.be.Ready(ctx) }
+func (s *Service) Ready(ctx context.Context) error {
+	if err := s.be.Ready(ctx); err != nil {
+		return err
+	}
+	if s.ledger != nil {
+		if err := s.ledger.Ping(ctx); err != nil {
+			return rank.Unavailable(err, "the ledger does not answer")
+		}
+	}
+	return nil
+}
 
 func (s *Service) family(name string) (*family, error) {
 	if !rank.ValidFamily(name) {

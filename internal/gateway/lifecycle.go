@@ -140,7 +140,7 @@ func (s *Service) Freeze(ctx context.Context, familyName, periodID string) (Peri
 		return PeriodDetail{}, err
 	}
 	if s.ledger != nil {
-		if err := s.ledger.Freeze(ctx, f.cfg.Name, p.ID); err != nil {
+		if _, err := s.ledger.Freeze(ctx, f.cfg.Name, p.ID); err != nil {
 			return PeriodDetail{}, ledgerErr(err)
 		}
 	}

@@ -61,12 +61,16 @@ type propCase struct {
 	tie, order, agg, rankMode string
 	shards                    int
 	skew                      bool // members of national shard 0 hold the whole top
+	ledger                    bool // ledger mode: PostgreSQL first, then projection
 }
 
 func (c propCase) name() string {
 	name := fmt.Sprintf("%s_%s_%s_%s_%dshards", c.agg, c.tie, c.order, c.rankMode, c.shards)
 	if c.skew {
 		name += "_skewed"
+	}
+	if c.ledger {
+		name += "_ledger"
 	}
 	return name
 }
@@ -102,6 +106,10 @@ func TestShardedBoardsEqualOneSortedSet(t *testing.T) {
 			propCase{tie: "first", order: "desc", agg: "max", rankMode: "competition", shards: shards},
 			propCase{tie: "member", order: "asc", agg: "min", rankMode: "competition", shards: shards})
 	}
+	cases = append(cases,
+		propCase{tie: "first", order: "desc", agg: "sum", rankMode: "competition", shards: 16, ledger: true},
+		propCase{tie: "member", order: "asc", agg: "sum", rankMode: "ordinal", shards: 4, ledger: true, skew: true},
+		propCase{tie: "first", order: "desc", agg: "max", rankMode: "competition", shards: 4, ledger: true})
 	for i, c := range cases {
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
@@ -121,7 +129,12 @@ type refEvent struct {
 
 func runProperty(t *testing.T, c propCase, seed uint64) {
 	ctx := context.Background()
-	svc := newClusterService(t, c.yaml())
+	var svc *Service
+	if c.ledger {
+		svc, _ = newLedgerService(t, c.yaml(), nil)
+	} else {
+		svc = newClusterService(t, c.yaml())
+	}
 	rng := rand.New(rand.NewPCG(seed, 42))
 	asc, tieFirst, comp := c.order == "asc", c.tie == "first", c.rankMode == "competition"
 	national := newRef(asc, tieFirst, comp)

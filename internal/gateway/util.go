@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -31,3 +32,5 @@ func mergeInto(dst []rank.Item, lists [][]rank.Item, want int) []rank.Item {
 func mergeItems(lists [][]rank.Item, want int) []rank.Item {
 	return mergeInto(make([]rank.Item, 0, want), lists, want)
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"unicode/utf8"
 
 	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/ledger"
 	"github.com/rankgate/rankgate/internal/period"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
@@ -25,6 +27,9 @@ type plan struct {
 	late   string // reason when refused as late
 	// periodClosed: the period is known frozen (see store.Write.PeriodClosed).
 	periodClosed bool
+	// kind and operator mark a correction (ledger mode).
+	kind, operator string
+	lateKept       bool // recorded for review already
 }
 
 // ApplyEvent applies one point event (or reversal) to every board of its
@@ -80,6 +85,28 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 		p.periodClosed = states[key] != "" && states[key] != "open"
 	}
 	s.recordLate(ctx, plans, now)
+	if s.ledger != nil {
+		out := s.applyLedger(ctx, plans, now)
+		for i := range plans {
+			p := &plans[i]
+			switch {
+			case out[i].Err != nil:
+				s.m.events.WithLabelValues(familyLabel(p), string(rank.CodeOf(out[i].Err))).Inc()
+			case out[i].Result.Duplicate:
+				s.m.events.WithLabelValues(p.fam.cfg.Name, "duplicate").Inc()
+			default:
+				s.m.events.WithLabelValues(p.fam.cfg.Name, "applied").Inc()
+			}
+		}
+		applied := make([]plan, 0, len(plans))
+		for i := range plans {
+			if out[i].Err == nil {
+				applied = append(applied, plans[i])
+			}
+		}
+		s.registerBoards(ctx, applied)
+		return out, nil
+	}
 	if err := s.takeSeqs(ctx, plans); err != nil {
 		return nil, err
 	}
@@ -181,7 +208,7 @@ func (s *Service) planEvent(ev Event, now timeT) plan {
 		if !rank.ValidEventID(ev.Reverses) || ev.Reverses == ev.EventID {
 			return fail(rank.Invalid("reverses", "reverses must name another event id"))
 		}
-		if f.cfg.Aggregate != config.AggregateSum {
+		if f.cfg.Aggregate != config.AggregateSum && s.ledger == nil {
 			return fail(rank.Errorf(rank.CodeLedgerRequired,
 				"reversing an event of a %s family recomputes the best value from the ledger; this gateway runs in Redis-only mode", f.cfg.Aggregate))
 		}
@@ -331,12 +358,21 @@ func (s *Service) registerBoards(ctx context.Context, plans []plan) {
 func (s *Service) recordLate(ctx context.Context, plans []plan, now timeT) {
 	for i := range plans {
 		p := &plans[i]
-		if p.late == "" {
+		if p.late == "" || p.lateKept {
 			continue
 		}
+		p.lateKept = true
 		s.m.late.WithLabelValues(p.fam.cfg.Name, p.late).Inc()
-		if _, err := s.be.RecordLate(ctx, s.layout.Period(p.fam.cfg.Name, p.period.ID),
-			store.LateEvent{Reason: p.late, Event: p.ev, AtMs: now.UnixMilli()}); err != nil {
+		var err error
+		if s.ledger != nil {
+			body, _ := json.Marshal(p.ev)
+			_, err = s.ledger.AddReview(ctx, ledger.Review{Family: p.fam.cfg.Name, Period: p.period.ID, EventID: p.ev.EventID,
+				Event: body, Reason: p.late, ReceivedAt: now})
+		} else {
+			_, err = s.be.RecordLate(ctx, s.layout.Period(p.fam.cfg.Name, p.period.ID),
+				store.LateEvent{Reason: p.late, Event: p.ev, AtMs: now.UnixMilli()})
+		}
+		if err != nil {
 			s.log.Error("keeping a late event for review failed", "family", p.fam.cfg.Name, "period", p.period.ID,
 				"event_id", p.ev.EventID, "err", err)
 			p.err = rank.Unavailable(err, "the period is closed and the event could not be kept for review; retry")
@@ -477,6 +513,9 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 		return ProjectionResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is %s", b.period.ID, f.cfg.Name, st)
 	}
 	n := sc[b.b.DimType]
+	if s.ledger != nil {
+		return s.projectLedger(ctx, f, b, user, pr, now)
+	}
 	var seq int64
 	if f.enc.TieFirst() {
 		if seq, err = s.be.TakeSeq(ctx, s.layout.Period(f.cfg.Name, b.period.ID), 1); err != nil {

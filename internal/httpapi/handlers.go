@@ -387,3 +387,69 @@ func (s *server) reviews(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, res)
 }
+
+type settleRequest struct {
+	Top *int `json:"top"`
+}
+
+func (s *server) settle(w http.ResponseWriter, r *http.Request) error {
+	var req settleRequest
+	if r.ContentLength != 0 {
+		if err := decodeBody(w, r, &req); err != nil {
+			return err
+		}
+	}
+	top := 100
+	if req.Top != nil {
+		top = *req.Top
+	}
+	res, err := s.svc.Settle(r.Context(), r.PathValue("family"), r.PathValue("period"), top)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) settlement(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.svc.SettlementOf(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) archive(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.svc.Archive(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) correct(w http.ResponseWriter, r *http.Request) error {
+	var c gateway.Correction
+	if err := decodeBody(w, r, &c); err != nil {
+		return err
+	}
+	res, err := s.svc.Correct(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) rebuild(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.svc.Rebuild(r.Context(), boardOf(r))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) reconcile(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.svc.Reconcile(r.Context(), boardOf(r))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}

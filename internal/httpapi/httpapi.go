@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/ui"
 )
 
 // Service is what the HTTP layer needs from the gateway.
@@ -39,6 +40,12 @@ type Service interface {
 	PeriodDetail(ctx context.Context, family, period string) (gateway.PeriodDetail, error)
 	Freeze(ctx context.Context, family, period string) (gateway.PeriodDetail, error)
 	Reviews(ctx context.Context, family, period string, limit int) (gateway.ReviewList, error)
+	Settle(ctx context.Context, family, period string, top int) (gateway.SettlementView, error)
+	SettlementOf(ctx context.Context, family, period string) (gateway.SettlementView, error)
+	Archive(ctx context.Context, family, period string) (gateway.PeriodDetail, error)
+	Correct(ctx context.Context, c gateway.Correction) (gateway.EventResult, error)
+	Rebuild(ctx context.Context, b gateway.BoardRef) (gateway.RebuildReport, error)
+	Reconcile(ctx context.Context, b gateway.BoardRef) (gateway.ReconcileReport, error)
 }
 
 // Options are the dependencies of the handler. Every field may be nil.
@@ -53,6 +60,16 @@ type Options struct {
 	// /metrics). It runs after routing, so r.Pattern names the route. It
 	// answers its own refusals.
 	Auth func(http.Handler) http.Handler
+	// MaxInflight bounds the /v1 requests served at once: one more answers
+	// 503 unavailable with Retry-After at once (counted in
+	// rankgate_http_shed_total). 0: unbounded.
+	MaxInflight int
+	// RequestTimeout is the context deadline of each /v1 request; running
+	// out of it answers 503 unavailable. 0: none.
+	RequestTimeout time.Duration
+	// Families lists the configured families on GET /v1/families (the
+	// status page's menu); nil answers an empty list.
+	Families func() []FamilyInfo
 }
 
 // Default query values (API.md "Reads").
@@ -72,6 +89,11 @@ type server struct {
 	log     *slog.Logger
 	metrics *metrics
 	mux     *http.ServeMux
+	guard   *guard
+	// families backs GET /v1/families; nil: none.
+	families func() []FamilyInfo
+	// patterns lists the /v1 route patterns, in registration order.
+	patterns []string
 }
 
 // New builds the rankgate HTTP handler.
@@ -87,7 +109,12 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{svc: svc, log: log, metrics: m, mux: http.NewServeMux()}
+	g, err := newGuard(opts.MaxInflight, opts.RequestTimeout, opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{svc: svc, log: log, metrics: m, mux: http.NewServeMux(), guard: g}
+	s.families = opts.Families
 	s.routes(opts.Auth, opts.Gatherer)
 	return s, nil
 }
@@ -100,7 +127,8 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 		if auth != nil {
 			hh = auth(hh)
 		}
-		s.mux.Handle(pattern, hh)
+		s.mux.Handle(pattern, s.guard.wrap(hh))
+		s.patterns = append(s.patterns, pattern)
 	}
 	// Writes.
 	api("POST /v1/events", s.event)
@@ -118,14 +146,24 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("POST "+board+"/snapshots", s.snapshot)
 	api("GET /v1/boards/{family}/{period}", s.boards)
 	api("GET /v1/families/{family}/period", s.period)
+	api("GET /v1/families", s.familyList)
 	// Administration.
 	api("GET /v1/layout", s.layout)
 	api("GET /v1/periods/{family}/{period}", s.periodDetail)
 	api("POST /v1/periods/{family}/{period}/freeze", s.freeze)
 	api("GET /v1/reviews", s.reviews)
+	api("POST /v1/periods/{family}/{period}/settle", s.settle)
+	api("GET /v1/periods/{family}/{period}/settlement", s.settlement)
+	api("POST /v1/periods/{family}/{period}/archive", s.archive)
+	api("POST /v1/corrections", s.correct)
+	api("POST "+board+"/rebuild", s.rebuild)
+	api("GET "+board+"/reconcile", s.reconcile)
 	// Service.
 	s.mux.Handle("GET /healthz", s.adapt(s.healthz))
 	s.mux.Handle("GET /readyz", s.adapt(s.readyz))
+	// The status page: static files, no data of their own.
+	s.mux.Handle("GET /ui/", http.StripPrefix("/ui", ui.Handler()))
+	s.mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	if g != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	}

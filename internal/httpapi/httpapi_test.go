@@ -45,6 +45,7 @@ type fakeService struct {
 	detail     func(context.Context, string, string) (gateway.PeriodDetail, error)
 	freeze     func(context.Context, string, string) (gateway.PeriodDetail, error)
 	reviews    func(context.Context, string, string, int) (gateway.ReviewList, error)
+	settle     func(context.Context, string, string, int) (gateway.SettlementView, error)
 }
 
 var _ Service = (*fakeService)(nil)
@@ -187,6 +188,33 @@ func (f *fakeService) Reviews(ctx context.Context, family, period string, limit 
 		return gateway.ReviewList{}, f.unexpected("Reviews")
 	}
 	return f.reviews(ctx, family, period, limit)
+}
+
+func (f *fakeService) Settle(ctx context.Context, family, period string, top int) (gateway.SettlementView, error) {
+	if f.settle == nil {
+		return gateway.SettlementView{}, f.unexpected("Settle")
+	}
+	return f.settle(ctx, family, period, top)
+}
+
+func (f *fakeService) SettlementOf(ctx context.Context, family, period string) (gateway.SettlementView, error) {
+	return gateway.SettlementView{}, f.unexpected("SettlementOf")
+}
+
+func (f *fakeService) Archive(ctx context.Context, family, period string) (gateway.PeriodDetail, error) {
+	return gateway.PeriodDetail{}, f.unexpected("Archive")
+}
+
+func (f *fakeService) Correct(ctx context.Context, c gateway.Correction) (gateway.EventResult, error) {
+	return gateway.EventResult{}, f.unexpected("Correct")
+}
+
+func (f *fakeService) Rebuild(ctx context.Context, b gateway.BoardRef) (gateway.RebuildReport, error) {
+	return gateway.RebuildReport{}, f.unexpected("Rebuild")
+}
+
+func (f *fakeService) Reconcile(ctx context.Context, b gateway.BoardRef) (gateway.ReconcileReport, error) {
+	return gateway.ReconcileReport{}, f.unexpected("Reconcile")
 }
 
 // Fixtures.
@@ -925,7 +953,7 @@ func TestRouting(t *testing.T) {
 		{"unknown path", "GET", "/v1/nope", 404, rank.CodeNotFound, ""},
 		{"root", "GET", "/", 404, rank.CodeNotFound, ""},
 		{"board without a read", "GET", natPath, 404, rank.CodeNotFound, ""},
-		{"later issue not registered", "POST", "/v1/periods/learning/2026-W34/settle/now", 404, rank.CodeNotFound, ""},
+		{"unregistered admin path", "POST", "/v1/periods/learning/2026-W34/settle/now", 404, rank.CodeNotFound, ""},
 		{"wrong method on events", "GET", "/v1/events", 405, CodeMethodNotAllowed, "POST"},
 		{"wrong method on top", "DELETE", natPath + "/top", 405, CodeMethodNotAllowed, "GET, HEAD"},
 		{"wrong method on member", "POST", natPath + "/members/u1", 405, CodeMethodNotAllowed, "GET, HEAD, PUT"},

@@ -1,0 +1,283 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/ledger"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/store"
+	"github.com/rankgate/rankgate/internal/testpg"
+)
+
+// openTestLedger opens a ledger in a fresh schema of the test database.
+func openTestLedger(t *testing.T) *ledger.Ledger {
+	t.Helper()
+	dsn := testpg.DSN(t)
+	l, err := ledger.Open(context.Background(), dsn, ledger.Options{Schema: testpg.Schema(t), MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// newLedgerService is a Service in ledger mode on the real cluster and the
+// real PostgreSQL.
+func newLedgerService(t *testing.T, families string, hook func(string) error) (*Service, *ledger.Ledger) {
+	t.Helper()
+	l := openTestLedger(t)
+	svc := newClusterServiceWith(t, families, func(o *Options, _ *store.Store) {
+		o.Ledger = l
+		o.AfterLedgerCommit = hook
+	})
+	return svc, l
+}
+
+const ledgerFamilies = `  f:
+    period: week
+    timezone: UTC
+    tie: first
+    rank: competition
+    dimensions:
+      national: {shards: 4}
+      province: {shards: 2}
+  best:
+    aggregate: max
+    period: all
+    dimensions:
+      national: {shards: 2}
+`
+
+// A crash between the ledger commit and the Redis projection leaves the
+// event unprojected; the projector projects it, and a client retry is a
+// duplicate that counts nothing twice.
+func TestLedgerCrashBetweenCommitAndProjection(t *testing.T) {
+	t.Parallel()
+	crash := map[string]bool{"e2": true}
+	svc, _ := newLedgerService(t, ledgerFamilies, func(id string) error {
+		if crash[id] {
+			return errors.New("injected crash after commit")
+		}
+		return nil
+	})
+	ctx := context.Background()
+	ref := BoardRef{Family: "f", Period: "current", Dimension: "national"}
+	for i, d := range []int64{10, 20, 30} {
+		_, err := svc.ApplyEvent(ctx, Event{EventID: fmt.Sprintf("e%d", i+1), Family: "f", User: fmt.Sprintf("u%d", i+1), Delta: ptr(d)})
+		if i == 1 {
+			if rank.CodeOf(err) != rank.CodeUnavailable {
+				t.Fatalf("crashed event: %v, want unavailable", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := topOf(t, svc, ref, 10, ReadOptions{Consistency: ConsistencyPrimary}); len(got) != 2 {
+		t.Fatalf("before re-projection Redis has %d members, want 2", len(got))
+	}
+	n, err := svc.ProjectPending(ctx, 0)
+	if err != nil || n != 1 {
+		t.Fatalf("ProjectPending = %d, %v; want 1", n, err)
+	}
+	got := topOf(t, svc, ref, 10, ReadOptions{Consistency: ConsistencyPrimary})
+	if len(got) != 3 || got[1].User != "u2" || got[1].Points != 20 {
+		t.Fatalf("after re-projection: %+v", got)
+	}
+	crash["e2"] = false
+	res, err := svc.ApplyEvent(ctx, Event{EventID: "e2", Family: "f", User: "u2", Delta: ptr(int64(20))})
+	if err != nil || !res.Duplicate || res.Boards[0].Points != 20 {
+		t.Fatalf("client retry: %+v %v", res, err)
+	}
+	if n, _ := svc.ProjectPending(ctx, 0); n != 0 {
+		t.Fatalf("nothing is left to project, but %d were", n)
+	}
+}
+
+// Freeze, then: a replay is a duplicate, a new event is refused and kept in
+// the ledger's reviews; settle twice gives the same standings and one set of
+// awards; archive puts the retention TTL on the period's keys.
+func TestLedgerFreezeSettleArchive(t *testing.T) {
+	t.Parallel()
+	svc, _ := newLedgerService(t, ledgerFamilies, nil)
+	ctx := context.Background()
+	for i, d := range []int64{50, 40, 40, 10} {
+		if _, err := svc.ApplyEvent(ctx, Event{EventID: fmt.Sprintf("e%d", i), Family: "f", User: fmt.Sprintf("u%d", i), Delta: ptr(d),
+			Dims: map[string]string{"province": "zj"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.Settle(ctx, "f", "current", 3); rank.CodeOf(err) != rank.CodePeriodClosed {
+		t.Fatalf("settling an open period: %v", err)
+	}
+	if _, err := svc.Freeze(ctx, "f", "current"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.ApplyEvent(ctx, Event{EventID: "e1", Family: "f", User: "u1", Delta: ptr(int64(40)), Dims: map[string]string{"province": "zj"}})
+	if err != nil || !res.Duplicate {
+		t.Fatalf("replay after freeze: %+v %v", res, err)
+	}
+	if _, err := svc.ApplyEvent(ctx, Event{EventID: "late", Family: "f", User: "u9", Delta: ptr(int64(99))}); rank.CodeOf(err) != rank.CodePeriodClosed {
+		t.Fatalf("event after freeze: %v", err)
+	}
+	rv, err := svc.Reviews(ctx, "f", "current", 10)
+	if err != nil || rv.Source != "ledger" || len(rv.Reviews) != 1 {
+		t.Fatalf("reviews: %+v %v", rv, err)
+	}
+	first, err := svc.Settle(ctx, "f", "current", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	period := first.Period
+	nat := first.Boards["f/"+period+"/national"]
+	// competition ranks with tie first: 50 → 1; the two 40s → 2, 2 (u1 reached 40 first).
+	if len(nat) != 3 || nat[0].User != "u0" || nat[1].User != "u1" || nat[2].User != "u2" || nat[1].Rank != 2 || nat[2].Rank != 2 {
+		t.Fatalf("national standings: %+v", nat)
+	}
+	again, err := svc.Settle(ctx, "f", "current", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(again.Boards) != fmt.Sprint(first.Boards) || len(again.Outbox) != len(first.Outbox) || len(first.Outbox) != 6 {
+		t.Fatalf("re-settling changed the answer or the outbox: %d vs %d awards", len(again.Outbox), len(first.Outbox))
+	}
+	keys := map[string]bool{}
+	for _, a := range again.Outbox {
+		if keys[a.IdempotencyKey] {
+			t.Fatalf("award %s twice", a.IdempotencyKey)
+		}
+		keys[a.IdempotencyKey] = true
+	}
+	d, err := svc.Archive(ctx, "f", "current")
+	if err != nil || d.State != "archived" {
+		t.Fatalf("archive: %+v %v", d, err)
+	}
+	z := svc.layout.ZKey(shard.Board{Family: "f", Period: period, DimType: shard.National}, shard.Of("u0", 4), 4)
+	ttl, err := st(svc).Primary().PTTL(ctx, z).Result()
+	if err != nil || ttl <= 0 || ttl > svc.families["f"].cfg.Retention {
+		t.Fatalf("archived key %s has TTL %v (%v)", z, ttl, err)
+	}
+}
+
+// A flushed shard is rebuilt from the ledger, identical to before; reconcile
+// finds drift made behind the gateway's back, and a rebuild repairs it.
+func TestLedgerRebuildAndReconcile(t *testing.T) {
+	t.Parallel()
+	svc, _ := newLedgerService(t, ledgerFamilies, nil)
+	ctx := context.Background()
+	ref := BoardRef{Family: "f", Period: "current", Dimension: "national"}
+	for i := 0; i < 60; i++ {
+		if _, err := svc.ApplyEvent(ctx, Event{EventID: fmt.Sprintf("e%d", i), Family: "f", User: fmt.Sprintf("u%d", i%25),
+			Delta: ptr(int64(1 + i%4))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := topOf(t, svc, ref, 100, ReadOptions{Consistency: ConsistencyPrimary})
+	b, err := svc.resolve(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Flush one shard's data (as a flushed master would lose it).
+	k := svc.layout.Keys(b.b, 1, b.n)
+	if err := st(svc).Primary().Del(ctx, k.Z, k.M).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := svc.Reconcile(ctx, ref)
+	if err != nil || rep.Drifted == 0 {
+		t.Fatalf("reconcile after a flush found no drift: %+v %v", rep, err)
+	}
+	// Drift the other way: a console edit.
+	if err := st(svc).Primary().ZAdd(ctx, svc.layout.ZKey(b.b, 0, b.n), redisZ(999, "intruder")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Rebuild(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	after := topOf(t, svc, ref, 100, ReadOptions{Consistency: ConsistencyPrimary})
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("rebuilt board differs:\n%v\n%v", before, after)
+	}
+	rep, err = svc.Reconcile(ctx, ref)
+	if err != nil || rep.Drifted != 0 || rep.Checked != 25 {
+		t.Fatalf("reconcile after rebuild: %+v %v", rep, err)
+	}
+	// A late re-projection of an older total cannot undo the rebuild.
+	w := store.Write{Kind: store.KindProject, Keys: svc.layout.Keys(b.b, shard.Of("u3", b.n), b.n), Member: "u3", Version: 1,
+		Value: 1, B: b.fam.enc.B, Seq: 1, SetSeq: true, MaxPoints: b.fam.enc.MaxPoints}
+	if r := st(svc).Write(ctx, []store.Write{w})[0]; r.Err != nil || r.Status != "stale" {
+		t.Fatalf("old re-projection after rebuild: %+v", r)
+	}
+}
+
+// A correction is an audited ledger event; its reversal takes it back.
+func TestLedgerCorrectionAndReversal(t *testing.T) {
+	t.Parallel()
+	svc, _ := newLedgerService(t, ledgerFamilies, nil)
+	ctx := context.Background()
+	if _, err := svc.ApplyEvent(ctx, Event{EventID: "e1", Family: "f", User: "u1", Delta: ptr(int64(10))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Correct(ctx, Correction{CorrectionID: "c1", Family: "f", User: "u1", Delta: ptr(int64(5)), Reason: "missed"}); rank.CodeOf(err) != rank.CodeInvalidArgument {
+		t.Fatalf("correction without operator: %v", err)
+	}
+	res, err := svc.Correct(ctx, Correction{CorrectionID: "c1", Family: "f", User: "u1", Delta: ptr(int64(5)), Operator: "ops@x", Reason: "missed"})
+	if err != nil || res.Boards[0].Points != 15 {
+		t.Fatalf("correction: %+v %v", res, err)
+	}
+	res, err = svc.ApplyEvent(ctx, Event{EventID: "r1", Family: "f", User: "u1", Reverses: "c1"})
+	if err != nil || res.Boards[0].Points != 10 {
+		t.Fatalf("reversal of the correction: %+v %v", res, err)
+	}
+	ms, err := svc.Member(ctx, BoardRef{Family: "f", Period: "current", Dimension: "national"}, "u1", ReadOptions{})
+	if err != nil || ms.Points != 10 {
+		t.Fatalf("member after reversal: %+v %v", ms, err)
+	}
+	// max families: a reversal recomputes the best from the ledger.
+	for i, v := range []int64{70, 90, 80} {
+		if _, err := svc.ApplyEvent(ctx, Event{EventID: fmt.Sprintf("b%d", i), Family: "best", User: "p1", Value: ptr(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err = svc.ApplyEvent(ctx, Event{EventID: "rb", Family: "best", User: "p1", Reverses: "b1"})
+	if err != nil || res.Boards[0].Points != 80 {
+		t.Fatalf("max reversal: %+v %v", res, err)
+	}
+	ms, err = svc.Member(ctx, BoardRef{Family: "best", Period: "all", Dimension: "national"}, "p1", ReadOptions{})
+	if err != nil || ms.Points != 80 {
+		t.Fatalf("max member after reversal: %+v %v", ms, err)
+	}
+}
+
+// Redis-only mode says so: the ledger-only operations answer 412.
+func TestLedgerRequired(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, ledgerFamilies)
+	ctx := context.Background()
+	ref := BoardRef{Family: "f", Period: "current", Dimension: "national"}
+	for _, c := range []struct {
+		title string
+		err   error
+	}{
+		{"settle", second(svc.Settle(ctx, "f", "current", 10))},
+		{"archive", second(svc.Archive(ctx, "f", "current"))},
+		{"rebuild", second(svc.Rebuild(ctx, ref))},
+		{"reconcile", second(svc.Reconcile(ctx, ref))},
+		{"correction", second(svc.Correct(ctx, Correction{CorrectionID: "c", Family: "f", User: "u", Delta: ptr(int64(1)), Operator: "o", Reason: "r"}))},
+		{"max reversal", second(svc.ApplyEvent(ctx, Event{EventID: "r", Family: "best", User: "u", Reverses: "x"}))},
+	} {
+		if rank.CodeOf(c.err) != rank.CodeLedgerRequired {
+			t.Errorf("%s: %v, want ledger_required", c.title, c.err)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }

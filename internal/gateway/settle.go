@@ -1,0 +1,419 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/ledger"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// Standing is one settled place.
+type Standing struct {
+	User     string `json:"user"`
+	Points   int64  `json:"points"`
+	Position int64  `json:"position"`
+	Rank     int64  `json:"rank"`
+}
+
+// Award is one row of the award outbox.
+type Award struct {
+	Board          string     `json:"board"`
+	User           string     `json:"user"`
+	Rank           int64      `json:"rank"`
+	Points         int64      `json:"points"`
+	IdempotencyKey string     `json:"idempotency_key"`
+	DeliveredAt    *time.Time `json:"delivered_at,omitempty"`
+}
+
+// SettlementView answers settle and GET settlement.
+type SettlementView struct {
+	Family    string                `json:"family"`
+	Period    string                `json:"period"`
+	Top       int                   `json:"top"`
+	RankMode  string                `json:"rank_mode"`
+	CreatedAt time.Time             `json:"created_at"`
+	Boards    map[string][]Standing `json:"boards"`
+	Outbox    []Award               `json:"outbox"`
+}
+
+func (s *Service) settlementView(ctx context.Context, f *family, st ledger.Settlement) (SettlementView, error) {
+	v := SettlementView{Family: st.Family, Period: st.Period, Top: st.Top, RankMode: st.RankMode, CreatedAt: st.CreatedAt.UTC(),
+		Boards: map[string][]Standing{}, Outbox: []Award{}}
+	for b, rows := range st.Boards {
+		name := f.cfg.Name + "/" + st.Period + "/" + b
+		out := make([]Standing, len(rows))
+		for i, r := range rows {
+			out[i] = Standing{User: r.Member, Points: r.Points, Position: r.Position, Rank: r.Rank}
+		}
+		v.Boards[name] = out
+	}
+	awards, err := s.ledger.Outbox(ctx, st.Family, st.Period)
+	if err != nil {
+		return SettlementView{}, ledgerErr(err)
+	}
+	for _, a := range awards {
+		aw := Award{Board: f.cfg.Name + "/" + a.Period + "/" + a.Board, User: a.Member, Rank: a.Rank, Points: a.Points, IdempotencyKey: a.IdempotencyKey}
+		if !a.DeliveredAt.IsZero() {
+			d := a.DeliveredAt.UTC()
+			aw.DeliveredAt = &d
+		}
+		v.Outbox = append(v.Outbox, aw)
+	}
+	return v, nil
+}
+
+// Settle writes the final standings of every board of a frozen period and an
+// award outbox keyed by (period, board, member), in one ledger transaction.
+// Re-running returns the same standings and never creates an award twice.
+func (s *Service) Settle(ctx context.Context, familyName, periodID string, top int) (SettlementView, error) {
+	if err := s.requireLedger("settlement"); err != nil {
+		return SettlementView{}, err
+	}
+	if top < 1 || top > 10000 {
+		return SettlementView{}, rank.Invalid("top", "top must be within 1..10000")
+	}
+	f, err := s.family(familyName)
+	if err != nil {
+		return SettlementView{}, err
+	}
+	p, err := s.periodOf(f, periodID)
+	if err != nil {
+		return SettlementView{}, err
+	}
+	boards, err := s.be.Boards(ctx, s.layout.Period(f.cfg.Name, p.ID))
+	if err != nil {
+		return SettlementView{}, rank.Unavailable(err, "listing boards")
+	}
+	sort.Strings(boards)
+	st, err := s.ledger.Settle(ctx, f.cfg.Name, p.ID, top, boards, f.cfg.Competition(), f.ledgerRules())
+	if err != nil {
+		return SettlementView{}, ledgerErr(err)
+	}
+	if _, err := s.ensurePeriod(ctx, f, p.ID); err == nil {
+		if metas, err := s.boardShardMetas(ctx, f, p.ID); err == nil {
+			_ = s.be.SetStates(ctx, metas, "settled")
+			s.states.Delete(f.cfg.Name + "/" + p.ID)
+		}
+	}
+	s.log.Info("period settled", "family", f.cfg.Name, "period", p.ID, "boards", len(st.Boards), "top", top)
+	return s.settlementView(ctx, f, st)
+}
+
+// SettlementOf returns a saved settlement.
+func (s *Service) SettlementOf(ctx context.Context, familyName, periodID string) (SettlementView, error) {
+	if err := s.requireLedger("settlement"); err != nil {
+		return SettlementView{}, err
+	}
+	f, err := s.family(familyName)
+	if err != nil {
+		return SettlementView{}, err
+	}
+	p, err := s.periodOf(f, periodID)
+	if err != nil {
+		return SettlementView{}, err
+	}
+	st, ok, err := s.ledger.Settlement(ctx, f.cfg.Name, p.ID)
+	if err != nil {
+		return SettlementView{}, ledgerErr(err)
+	}
+	if !ok {
+		return SettlementView{}, rank.Errorf(rank.CodeNotFound, "period %s of %s is not settled", p.ID, f.cfg.Name)
+	}
+	return s.settlementView(ctx, f, st)
+}
+
+// Archive sets the family's retention TTL on every Redis key of a settled
+// period (board shards, their dedupe and version hashes, the period's keys):
+// Redis frees them itself; nothing big is DEL'd on the request path.
+func (s *Service) Archive(ctx context.Context, familyName, periodID string) (PeriodDetail, error) {
+	if err := s.requireLedger("archive (it needs saved standings)"); err != nil {
+		return PeriodDetail{}, err
+	}
+	f, err := s.family(familyName)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	p, err := s.periodOf(f, periodID)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	if _, ok, err := s.ledger.Settlement(ctx, f.cfg.Name, p.ID); err != nil {
+		return PeriodDetail{}, ledgerErr(err)
+	} else if !ok {
+		return PeriodDetail{}, rank.Errorf(rank.CodePeriodClosed, "archive needs saved standings: settle %s first", p.ID)
+	}
+	pk := s.layout.Period(f.cfg.Name, p.ID)
+	dimsList, err := s.be.Boards(ctx, pk)
+	if err != nil {
+		return PeriodDetail{}, rank.Unavailable(err, "listing boards")
+	}
+	shards, err := s.shardCounts(ctx, f, p.ID)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	metas, err := s.boardShardMetas(ctx, f, p.ID)
+	if err != nil {
+		return PeriodDetail{}, err
+	}
+	if err := s.be.SetStates(ctx, metas, "archived"); err != nil {
+		return PeriodDetail{}, rank.Unavailable(err, "marking %s archived", p.ID)
+	}
+	keys := []string{pk.Seq, pk.Meta, pk.Boards, pk.Late}
+	for _, d := range dimsList {
+		t, v, ok := shard.ParseDimension(d)
+		if !ok {
+			continue
+		}
+		n := shards[t]
+		b := shard.Board{Family: f.cfg.Name, Period: p.ID, DimType: t, DimValue: v}
+		for i := 0; i < n; i++ {
+			k := s.layout.Keys(b, i, n)
+			keys = append(keys, k.Z, k.M, k.Ev, k.Meta)
+		}
+	}
+	if err := s.be.Expire(ctx, keys, f.cfg.Retention); err != nil {
+		return PeriodDetail{}, rank.Unavailable(err, "setting retention on %s; retry (archive is idempotent)", p.ID)
+	}
+	if _, err := s.ledger.SetArchived(ctx, f.cfg.Name, p.ID); err != nil {
+		return PeriodDetail{}, ledgerErr(err)
+	}
+	s.states.Delete(f.cfg.Name + "/" + p.ID)
+	s.log.Info("period archived", "family", f.cfg.Name, "period", p.ID, "keys", len(keys), "retention", f.cfg.Retention.String())
+	return s.PeriodDetail(ctx, f.cfg.Name, p.ID)
+}
+
+// RebuildReport answers POST {board}/rebuild.
+type RebuildReport struct {
+	Board   string        `json:"board"`
+	Members int64         `json:"members"`
+	Shards  int           `json:"shards"`
+	Took    time.Duration `json:"took_ns"`
+}
+
+// rebuildPage is how many ledger totals a rebuild reads at a time.
+const rebuildPage = 5000
+
+// Rebuild recomputes a board from the ledger into fresh keys per shard and
+// swaps them in with RENAME inside each shard's slot, versions included (a
+// late re-projection of an older total cannot undo it). Progress is logged.
+func (s *Service) Rebuild(ctx context.Context, ref BoardRef) (RebuildReport, error) {
+	if err := s.requireLedger("rebuild"); err != nil {
+		return RebuildReport{}, err
+	}
+	start := time.Now()
+	b, err := s.resolve(ctx, ref)
+	if err != nil {
+		return RebuildReport{}, err
+	}
+	f := b.fam
+	perShard := make([][]store.RebuildEntry, b.n)
+	after := ""
+	var read int
+	for {
+		page, err := s.ledger.Totals(ctx, f.cfg.Name, b.period.ID, b.b.Dimension(), after, rebuildPage)
+		if err != nil {
+			return RebuildReport{}, ledgerErr(err)
+		}
+		for _, t := range page {
+			if !t.Present {
+				continue
+			}
+			score, err := f.enc.Score(t.Points, max(t.Seq, 0))
+			if err != nil {
+				return RebuildReport{}, fmt.Errorf("rebuild %s: member %s: %w", b.name(), t.Member, err)
+			}
+			i := shard.Of(t.Member, b.n)
+			perShard[i] = append(perShard[i], store.RebuildEntry{Member: t.Member, Score: score, Version: t.Version})
+		}
+		read += len(page)
+		if len(page) < rebuildPage {
+			break
+		}
+		after = page[len(page)-1].Member
+		s.log.Info("rebuild: reading the ledger", "board", b.name(), "members_read", read)
+	}
+	var members int64
+	for i := 0; i < b.n; i++ {
+		n, err := s.be.Rebuild(ctx, s.layout.Keys(b.b, i, b.n), perShard[i])
+		if err != nil {
+			return RebuildReport{}, rank.Unavailable(err, "rebuild of %s shard %d; retry (rebuild is idempotent)", b.name(), i)
+		}
+		members += n
+		s.log.Info("rebuild: shard swapped in", "board", b.name(), "shard", i, "of", b.n, "members", n)
+	}
+	s.registerBoards(ctx, []plan{{fam: f, period: b.period, boards: []shard.Board{b.b}}})
+	return RebuildReport{Board: b.name(), Members: members, Shards: b.n, Took: time.Since(start)}, nil
+}
+
+// Drift is one member whose Redis points differ from the ledger.
+type Drift struct {
+	User         string `json:"user"`
+	LedgerPoints *int64 `json:"ledger_points"`
+	RedisPoints  *int64 `json:"redis_points"`
+}
+
+// ReconcileReport answers GET {board}/reconcile.
+type ReconcileReport struct {
+	Board     string  `json:"board"`
+	Checked   int64   `json:"checked"`
+	Drifted   int64   `json:"drifted"`
+	Drift     []Drift `json:"drift"`
+	Truncated bool    `json:"truncated,omitempty"`
+}
+
+// maxDriftListed bounds the drift a report lists (it counts them all).
+const maxDriftListed = 1000
+
+// Reconcile compares a board's Redis points with the ledger, both ways.
+func (s *Service) Reconcile(ctx context.Context, ref BoardRef) (ReconcileReport, error) {
+	if err := s.requireLedger("reconcile"); err != nil {
+		return ReconcileReport{}, err
+	}
+	b, err := s.resolve(ctx, ref)
+	if err != nil {
+		return ReconcileReport{}, err
+	}
+	f := b.fam
+	rep := ReconcileReport{Board: b.name(), Drift: []Drift{}}
+	add := func(d Drift) {
+		rep.Drifted++
+		if len(rep.Drift) < maxDriftListed {
+			rep.Drift = append(rep.Drift, d)
+		} else {
+			rep.Truncated = true
+		}
+	}
+	ledgerHas := map[string]bool{}
+	after := ""
+	for {
+		page, err := s.ledger.Totals(ctx, f.cfg.Name, b.period.ID, b.b.Dimension(), after, rebuildPage)
+		if err != nil {
+			return ReconcileReport{}, ledgerErr(err)
+		}
+		byShard := make([][]ledger.MemberTotal, b.n)
+		for _, t := range page {
+			if t.Present {
+				i := shard.Of(t.Member, b.n)
+				byShard[i] = append(byShard[i], t)
+				ledgerHas[t.Member] = true
+			}
+		}
+		for i, ts := range byShard {
+			if len(ts) == 0 {
+				continue
+			}
+			members := make([]string, len(ts))
+			for j, t := range ts {
+				members[j] = t.Member
+			}
+			scores, ok, err := s.be.Scores(ctx, s.layout.ZKey(b.b, i, b.n), members, false)
+			if err != nil {
+				return ReconcileReport{}, rank.Unavailable(err, "reading shard %d", i)
+			}
+			for j, t := range ts {
+				rep.Checked++
+				lp := t.Points
+				if !ok[j] {
+					add(Drift{User: t.Member, LedgerPoints: &lp})
+					continue
+				}
+				if rp := f.enc.PointsOf(scores[j]); rp != lp {
+					add(Drift{User: t.Member, LedgerPoints: &lp, RedisPoints: &rp})
+				}
+			}
+		}
+		if len(page) < rebuildPage {
+			break
+		}
+		after = page[len(page)-1].Member
+	}
+	// Members Redis has and the ledger does not.
+	for i := 0; i < b.n; i++ {
+		var cursor uint64
+		for {
+			ms, scores, next, err := s.be.ShardMembers(ctx, s.layout.ZKey(b.b, i, b.n), cursor, 1000)
+			if err != nil {
+				return ReconcileReport{}, rank.Unavailable(err, "scanning shard %d", i)
+			}
+			for j, m := range ms {
+				if !ledgerHas[m] {
+					rp := f.enc.PointsOf(scores[j])
+					add(Drift{User: m, RedisPoints: &rp})
+				}
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	return rep, nil
+}
+
+// Correction is an audited change (API.md "Administration").
+type Correction struct {
+	CorrectionID string            `json:"correction_id"`
+	Family       string            `json:"family"`
+	User         string            `json:"user"`
+	Dims         map[string]string `json:"dims,omitempty"`
+	Delta        *int64            `json:"delta"`
+	Operator     string            `json:"operator"`
+	Reason       string            `json:"reason"`
+	Period       string            `json:"period,omitempty"`
+}
+
+// Correct applies an audited correction: an event of kind correction in the
+// ledger, with operator and reason, projected like any other. Never an edit
+// in a Redis console, which the next rebuild would silently undo.
+func (s *Service) Correct(ctx context.Context, c Correction) (EventResult, error) {
+	if err := s.requireLedger("a correction (an audited ledger event)"); err != nil {
+		return EventResult{}, err
+	}
+	if c.Operator == "" || len(c.Operator) > 128 || !printable(c.Operator) {
+		return EventResult{}, rank.Invalid("operator", "operator is required (printable, at most 128 bytes)")
+	}
+	if c.Reason == "" {
+		return EventResult{}, rank.Invalid("reason", "reason is required")
+	}
+	f, err := s.family(c.Family)
+	if err != nil {
+		return EventResult{}, err
+	}
+	now := s.now()
+	ev := Event{EventID: c.CorrectionID, Family: c.Family, User: c.User, Delta: c.Delta, Dims: c.Dims, Reason: c.Reason}
+	p := s.planEvent(ev, now)
+	if p.err == nil && c.Period != "" && c.Period != "current" {
+		per, err := f.spec.Parse(c.Period)
+		if err != nil {
+			return EventResult{}, rank.Invalid("period", "%v", err)
+		}
+		p.period = per
+		if p.boards, err = s.boardsOf(f, per.ID, c.Dims); err != nil {
+			return EventResult{}, err
+		}
+	}
+	if p.err != nil {
+		var re *rank.Error
+		if errorsAs(p.err, &re) && re.Field == "event_id" {
+			re.Field = "correction_id"
+		}
+		return EventResult{}, p.err
+	}
+	p.kind, p.operator = "correction", c.Operator
+	if _, err := s.ensurePeriod(ctx, f, p.period.ID); err != nil {
+		return EventResult{}, err
+	}
+	out := s.applyLedger(ctx, []plan{p}, now)
+	if out[0].Err != nil {
+		return EventResult{}, out[0].Err
+	}
+	s.registerBoards(ctx, []plan{p})
+	s.log.Info("correction applied", "family", f.cfg.Name, "period", p.period.ID, "member", c.User, "correction_id", c.CorrectionID,
+		"delta", *c.Delta, "operator", c.Operator, "reason", c.Reason)
+	return *out[0].Result, nil
+}
