@@ -188,6 +188,31 @@ func preload(ctx context.Context, c redis.UniversalClient, log *slog.Logger) err
 	}
 }
 
+// newAuth builds the bearer-token check from auth.tokens, reading each token
+// from its env var (an empty one stops the start, naming its key). No tokens:
+// nil, the API is open, which config validation allows on loopback only.
+func newAuth(cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer) (func(http.Handler) http.Handler, error) {
+	if len(cfg.Auth.Tokens) == 0 {
+		if !cfg.ListenIsLoopback() {
+			return nil, fmt.Errorf("auth.tokens: required: listen %q is not loopback-only", cfg.Listen)
+		}
+		return nil, nil
+	}
+	secrets, err := cfg.Auth.Secrets(getenv)
+	if err != nil {
+		return nil, err
+	}
+	tokens := make([]httpapi.Token, len(cfg.Auth.Tokens))
+	for i, t := range cfg.Auth.Tokens {
+		tokens[i] = httpapi.Token{Name: t.TokenEnv, Secret: secrets[i], Scopes: t.Scopes, RatePerSecond: t.RatePerSecond, Burst: t.Burst}
+	}
+	a, err := httpapi.NewAuth(httpapi.AuthOptions{Tokens: tokens, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	return a.Wrap, nil
+}
+
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	f, cfg, log, err := parseFlags("serve", args, getenv, stderr)
 	if err != nil {
@@ -198,17 +223,28 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	auth, err := newAuth(cfg, getenv, log, reg)
+	if err != nil {
+		return err
+	}
 
 	st, closeStore, err := openStore(ctx, cfg, getenv, log, reg)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log, Registerer: reg})
+	led, closeLedger, err := openLedger(ctx, cfg, getenv, log, reg)
 	if err != nil {
 		return err
 	}
-	h, err := httpapi.New(svc, httpapi.Options{Logger: log, Registerer: reg, Gatherer: reg})
+	defer closeLedger()
+	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log, Registerer: reg, Ledger: led})
+	if err != nil {
+		return err
+	}
+	go svc.RunProjector(ctx, 2*time.Second)
+	h, err := httpapi.New(svc, httpapi.Options{Logger: log, Registerer: reg, Gatherer: reg, Auth: auth,
+		MaxInflight: cfg.Server.MaxInflight, RequestTimeout: cfg.Server.RequestTimeout})
 	if err != nil {
 		return err
 	}
@@ -217,12 +253,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	srv := &http.Server{
-		Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		Handler: h, ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout, ReadTimeout: cfg.Server.ReadTimeout,
+		WriteTimeout: cfg.Server.WriteTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	mode := "redis-only"
-	log.Info("rankgate serving", "addr", ln.Addr().String(), "redis", cfg.Redis.Addrs, "families", cfg.FamilyNames, "mode", mode)
+	mode := svc.Mode()
+	log.Info("rankgate serving", "addr", ln.Addr().String(), "redis", cfg.Redis.Addrs, "families", cfg.FamilyNames, "mode", mode,
+		"auth_tokens", len(cfg.Auth.Tokens))
 	if f.ready != "" {
 		if err := os.WriteFile(f.ready, []byte(ln.Addr().String()), 0o644); err != nil {
 			return err

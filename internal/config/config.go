@@ -16,6 +16,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -86,6 +87,7 @@ type Config struct {
 	Ledger Ledger
 	Auth   Auth
 	Limits Limits
+	Server Server
 	// Families by name; FamilyNames lists the names sorted.
 	Families    map[string]*Family
 	FamilyNames []string
@@ -124,6 +126,12 @@ type Auth struct {
 type Token struct {
 	TokenEnv string
 	Scopes   []string // non-empty subset of read, write, admin
+	// RatePerSecond, when > 0, limits the token's requests (a token bucket
+	// refilled at this rate holding Burst); 0: unlimited.
+	RatePerSecond float64
+	// Burst is the bucket size; it defaults to ⌈RatePerSecond⌉ (at least 1)
+	// and is only used with RatePerSecond.
+	Burst int
 }
 
 // Limits are the request bounds.
@@ -133,6 +141,20 @@ type Limits struct {
 	MaxRadius int
 	MaxBatch  int
 	MaxLookup int
+}
+
+// Server holds the HTTP server's timeouts and load bounds.
+type Server struct {
+	ReadHeaderTimeout time.Duration // http.Server.ReadHeaderTimeout
+	ReadTimeout       time.Duration // http.Server.ReadTimeout (headers and body)
+	WriteTimeout      time.Duration // http.Server.WriteTimeout
+	IdleTimeout       time.Duration // http.Server.IdleTimeout (keep-alive)
+	// RequestTimeout is the context deadline of every /v1 request; a request
+	// that runs out of it answers 503 unavailable.
+	RequestTimeout time.Duration
+	// MaxInflight bounds the /v1 requests served at once; one more answers
+	// 503 unavailable with Retry-After at once instead of queueing.
+	MaxInflight int
 }
 
 // Family is one kind of board with one rule set.
@@ -197,6 +219,14 @@ func Default() *Config {
 			MaxRadius: 100,
 			MaxBatch:  1000,
 			MaxLookup: 1000,
+		},
+		Server: Server{
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       15 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			RequestTimeout:    10 * time.Second,
+			MaxInflight:       1000,
 		},
 		Families: map[string]*Family{},
 	}
@@ -310,6 +340,38 @@ func (l Ledger) DSN(getenv func(string) string) string {
 // means os.Getenv.
 func (t Token) Value(getenv func(string) string) string {
 	return lookup(t.TokenEnv, getenv)
+}
+
+// Secrets reads every token's value from the env var its TokenEnv names
+// (surrounding white space trimmed), in the order of Tokens. A nil getenv
+// means os.Getenv. An unset or empty variable, a value that is not an RFC
+// 6750 bearer token ([A-Za-z0-9-._~+/]+=*), or two tokens with the same
+// value is an error naming the key (auth.tokens[1].token_env), joined like
+// Validate's; the message never contains a value.
+func (a Auth) Secrets(getenv func(string) string) ([]string, error) {
+	v := &validator{}
+	out := make([]string, len(a.Tokens))
+	for i, t := range a.Tokens {
+		key := fmt.Sprintf("auth.tokens[%d].token_env", i)
+		val := strings.TrimSpace(t.Value(getenv))
+		switch {
+		case val == "":
+			v.errorf(key, "environment variable %s is empty or unset; it must hold the token", t.TokenEnv)
+			continue
+		case !bearerTokenRe.MatchString(val):
+			v.errorf(key, "the value of %s is not a bearer token (want [A-Za-z0-9-._~+/]+ with optional trailing =)", t.TokenEnv)
+			continue
+		}
+		if j := slices.Index(out[:i], val); j >= 0 {
+			v.errorf(key, "%s holds the same token as auth.tokens[%d] (%s); every token must be distinct", t.TokenEnv, j, a.Tokens[j].TokenEnv)
+			continue
+		}
+		out[i] = val
+	}
+	if err := errors.Join(v.errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Allows reports whether the token carries scope.

@@ -252,7 +252,7 @@ families:
 			name: "tokens",
 			yaml: "listen: 0.0.0.0:8080\nauth:\n  tokens:\n    - {token_env: RK_ADMIN, scopes: [read, write, admin]}\n    - {token_env: RK_READ, scopes: [read]}\n" + withFamily(""),
 			check: func(t *testing.T, c *Config) {
-				want := []Token{{"RK_ADMIN", []string{"read", "write", "admin"}}, {"RK_READ", []string{"read"}}}
+				want := []Token{{TokenEnv: "RK_ADMIN", Scopes: []string{"read", "write", "admin"}}, {TokenEnv: "RK_READ", Scopes: []string{"read"}}}
 				if !reflect.DeepEqual(c.Auth.Tokens, want) {
 					t.Errorf("tokens = %+v", c.Auth.Tokens)
 				}

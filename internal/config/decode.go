@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -92,6 +93,17 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				"max_lookup": intField(d, &l.MaxLookup),
 			})
 		},
+		"server": func(n *yaml.Node, key string) {
+			s := &c.Server
+			d.fields(n, key, map[string]field{
+				"read_header_timeout": d.duration(&s.ReadHeaderTimeout),
+				"read_timeout":        d.duration(&s.ReadTimeout),
+				"write_timeout":       d.duration(&s.WriteTimeout),
+				"idle_timeout":        d.duration(&s.IdleTimeout),
+				"request_timeout":     d.duration(&s.RequestTimeout),
+				"max_inflight":        intField(d, &s.MaxInflight),
+			})
+		},
 		"families": d.families(c),
 	})
 	return c
@@ -106,10 +118,15 @@ func (d *decoder) tokens(dst *[]Token) field {
 		out := make([]Token, 0, len(items))
 		for i, item := range items {
 			var t Token
-			d.fields(item, fmt.Sprintf("%s[%d]", key, i), map[string]field{
-				"token_env": d.str(&t.TokenEnv),
-				"scopes":    d.strs(&t.Scopes),
+			set := d.fields(item, fmt.Sprintf("%s[%d]", key, i), map[string]field{
+				"token_env":       d.str(&t.TokenEnv),
+				"scopes":          d.strs(&t.Scopes),
+				"rate_per_second": d.float(&t.RatePerSecond),
+				"burst":           intField(d, &t.Burst),
 			})
+			if !set["burst"] && t.RatePerSecond > 0 {
+				t.Burst = max(1, int(math.Min(math.Ceil(t.RatePerSecond), maxBurst)))
+			}
 			out = append(out, t)
 		}
 		*dst = out
@@ -366,6 +383,21 @@ func intField[T int | int64](d *decoder, dst *T) field {
 		}
 		if err := n.Decode(&v); err != nil {
 			d.fail(key, n, "integer %s out of range", n.Value)
+			return
+		}
+		*dst = v
+	}
+}
+
+// float decodes a YAML integer or float; NaN and infinities are refused.
+func (d *decoder) float(dst *float64) field {
+	return func(n *yaml.Node, key string) {
+		if n = d.scalar(n, key, "a number"); n == nil {
+			return
+		}
+		var v float64
+		if tag := n.ShortTag(); (tag != "!!int" && tag != "!!float") || n.Decode(&v) != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			d.fail(key, n, "expected a finite number, got %q", n.Value)
 			return
 		}
 		*dst = v

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -17,6 +18,8 @@ var (
 	prefixRe     = regexp.MustCompile(`^[a-z0-9_]{1,16}$`)
 	envNameRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	rulesRe      = regexp.MustCompile(`^[\x21-\x7e]{1,64}$`)
+	// bearerTokenRe is RFC 6750's b64token.
+	bearerTokenRe = regexp.MustCompile(`^[A-Za-z0-9\-._~+/]+=*$`)
 )
 
 // Bounds checked by Validate.
@@ -32,6 +35,10 @@ const (
 	maxRadiusCap     = 1000
 	maxBatchCap      = 10000
 	maxLookupCap     = 10000
+	maxRate          = 1e6
+	maxBurst         = 1_000_000
+	maxServerTimeout = time.Hour
+	maxInflightCap   = 1_000_000
 )
 
 // validator collects field errors.
@@ -73,6 +80,7 @@ func (c *Config) Validate() error {
 	v.envName("ledger.dsn_env", c.Ledger.DSNEnv)
 	c.validateAuth(v)
 	c.validateLimits(v)
+	c.validateServer(v)
 
 	c.FamilyNames = sortedKeys(c.Families)
 	if len(c.Families) == 0 {
@@ -146,6 +154,14 @@ func (c *Config) validateAuth(v *validator) {
 				v.errorf(skey, "duplicate scope %q", s)
 			}
 		}
+		switch r := t.RatePerSecond; {
+		case math.IsNaN(r) || r < 0 || r > maxRate:
+			v.errorf(key+".rate_per_second", "%v is out of range 0..%g (0: unlimited)", r, float64(maxRate))
+		case r == 0 && t.Burst != 0:
+			v.errorf(key+".burst", "only used with rate_per_second")
+		case r > 0:
+			v.intRange(key+".burst", t.Burst, 1, maxBurst)
+		}
 	}
 	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !c.ListenIsLoopback() {
 		v.errorf("auth.tokens", "required: listen %q is not loopback-only, and without tokens the gateway is open only on loopback", c.Listen)
@@ -159,6 +175,32 @@ func (c *Config) validateLimits(v *validator) {
 	v.intRange("limits.max_radius", l.MaxRadius, 1, maxRadiusCap)
 	v.intRange("limits.max_batch", l.MaxBatch, 1, maxBatchCap)
 	v.intRange("limits.max_lookup", l.MaxLookup, 1, maxLookupCap)
+}
+
+func (c *Config) validateServer(v *validator) {
+	s := c.Server
+	for _, t := range []struct {
+		key string
+		d   time.Duration
+	}{
+		{"server.read_header_timeout", s.ReadHeaderTimeout},
+		{"server.read_timeout", s.ReadTimeout},
+		{"server.write_timeout", s.WriteTimeout},
+		{"server.idle_timeout", s.IdleTimeout},
+		{"server.request_timeout", s.RequestTimeout},
+	} {
+		if t.d <= 0 || t.d > maxServerTimeout {
+			v.errorf(t.key, "%s must be > 0 and ≤ %s", t.d, maxServerTimeout)
+		}
+	}
+	if s.ReadHeaderTimeout > s.ReadTimeout && s.ReadTimeout > 0 {
+		v.errorf("server.read_header_timeout", "%s must be ≤ server.read_timeout (%s)", s.ReadHeaderTimeout, s.ReadTimeout)
+	}
+	if s.RequestTimeout > s.WriteTimeout && s.WriteTimeout > 0 {
+		v.errorf("server.request_timeout", "%s must be ≤ server.write_timeout (%s): a request still running at the write deadline cannot be answered",
+			s.RequestTimeout, s.WriteTimeout)
+	}
+	v.intRange("server.max_inflight", s.MaxInflight, 1, maxInflightCap)
 }
 
 func validateFamily(v *validator, name string, f *Family) {

@@ -1,0 +1,305 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/rankgate/rankgate/internal/rank"
+)
+
+// Scopes (DESIGN §6). A token carries each scope it is given; none implies
+// another.
+const (
+	ScopeRead  = "read"
+	ScopeWrite = "write"
+	ScopeAdmin = "admin"
+)
+
+// Token is one configured bearer token.
+type Token struct {
+	// Name names the token in logs and metric labels (the env var holding
+	// it); it is never the secret.
+	Name   string
+	Secret string
+	Scopes []string
+	// RatePerSecond > 0 limits the token to a token bucket refilled at this
+	// rate and holding Burst (≥ 1); 0: unlimited.
+	RatePerSecond float64
+	Burst         int
+}
+
+// AuthOptions configure NewAuth.
+type AuthOptions struct {
+	Tokens []Token // at least one
+	// Logger receives the refusals of routes without a scope; nil discards.
+	Logger *slog.Logger
+	// Registerer takes rankgate_http_rate_limited_total; nil leaves it
+	// unregistered.
+	Registerer prometheus.Registerer
+	// Now is the rate limiters' clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Auth checks bearer tokens and scopes, and applies per-token rate limits.
+// Its Wrap is httpapi's Options.Auth.
+type Auth struct {
+	tokens  []authToken
+	log     *slog.Logger
+	now     func() time.Time
+	limited *prometheus.CounterVec
+}
+
+type authToken struct {
+	name    string
+	hash    [sha256.Size]byte
+	scopes  []string
+	limiter *rate.Limiter // nil: unlimited
+}
+
+// NewAuth builds the token check. Every token needs a name, a non-empty
+// secret distinct from the others, and known scopes.
+func NewAuth(o AuthOptions) (*Auth, error) {
+	if len(o.Tokens) == 0 {
+		return nil, errors.New("httpapi: NewAuth needs at least one token (no tokens: leave Options.Auth nil)")
+	}
+	a := &Auth{
+		log: o.Logger,
+		now: o.Now,
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_http_rate_limited_total",
+			Help: "Requests answered 429 rate_limited, by token (the name of its env var).",
+		}, []string{"token"}),
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	for i, t := range o.Tokens {
+		switch {
+		case t.Name == "":
+			return nil, fmt.Errorf("httpapi: token %d has no name", i)
+		case t.Secret == "":
+			return nil, fmt.Errorf("httpapi: token %s is empty", t.Name)
+		case len(t.Scopes) == 0:
+			return nil, fmt.Errorf("httpapi: token %s has no scopes", t.Name)
+		case math.IsNaN(t.RatePerSecond) || t.RatePerSecond < 0 || (t.RatePerSecond > 0 && t.Burst < 1):
+			return nil, fmt.Errorf("httpapi: token %s: rate %v with burst %d", t.Name, t.RatePerSecond, t.Burst)
+		}
+		for _, sc := range t.Scopes {
+			if sc != ScopeRead && sc != ScopeWrite && sc != ScopeAdmin {
+				return nil, fmt.Errorf("httpapi: token %s has unknown scope %q", t.Name, sc)
+			}
+		}
+		at := authToken{name: t.Name, hash: sha256.Sum256([]byte(t.Secret)), scopes: slices.Clone(t.Scopes)}
+		for _, prev := range a.tokens {
+			if prev.name == at.name || prev.hash == at.hash {
+				return nil, fmt.Errorf("httpapi: tokens %s and %s share a name or a secret", prev.name, at.name)
+			}
+		}
+		if t.RatePerSecond > 0 {
+			at.limiter = rate.NewLimiter(rate.Limit(t.RatePerSecond), t.Burst)
+			a.limited.WithLabelValues(t.Name) // the series exists from the start, at 0
+		}
+		a.tokens = append(a.tokens, at)
+	}
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(a.limited); err != nil {
+			return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// Wrap guards one /v1 route: 401 unauthenticated (with WWW-Authenticate:
+// Bearer) without a known bearer token, 403 forbidden when the token lacks
+// the route's scope or the route has none (fail closed), 429 rate_limited
+// (with Retry-After) over the token's rate. It runs after routing: the scope
+// comes from r.Pattern.
+func (a *Auth) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := a.authenticate(r)
+		if tok == nil {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeErrorBody(w, errorBody{Code: rank.CodeUnauthenticated,
+				Message: "a valid bearer token is required (Authorization: Bearer <token>)"})
+			return
+		}
+		scope, ok := ScopeOf(r.Pattern)
+		if !ok {
+			a.log.ErrorContext(r.Context(), "route has no scope; refused (map it in httpapi.scopeRules)",
+				"route", r.Pattern, "token", tok.name)
+			writeErrorBody(w, errorBody{Code: rank.CodeForbidden, Message: "this route is not open to any token"})
+			return
+		}
+		if !slices.Contains(tok.scopes, scope) {
+			writeErrorBody(w, errorBody{Code: rank.CodeForbidden, Message: "this token lacks the " + scope + " scope"})
+			return
+		}
+		if tok.limiter != nil {
+			if wait := reserve(tok.limiter, a.now()); wait > 0 {
+				a.limited.WithLabelValues(tok.name).Inc()
+				secs := int(math.Ceil(wait.Seconds()))
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+				writeErrorBody(w, errorBody{Code: CodeRateLimited,
+					Message: "this token is over its rate limit; retry after " + strconv.Itoa(secs) + "s"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// reserve takes one event from l at now, or takes nothing and returns how
+// long until one is available.
+func reserve(l *rate.Limiter, now time.Time) time.Duration {
+	res := l.ReserveN(now, 1)
+	if !res.OK() {
+		return time.Second // cannot happen with burst ≥ 1
+	}
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d
+	}
+	return 0
+}
+
+// authenticate returns the token the request's bearer credentials name, or
+// nil. Every configured token is compared, in constant time, whatever
+// matches: the time taken says nothing about which token or how much of one
+// was right. Secrets are compared as SHA-256 digests, so their lengths do not
+// show either.
+func (a *Auth) authenticate(r *http.Request) *authToken {
+	vals := r.Header.Values("Authorization")
+	if len(vals) != 1 {
+		return nil
+	}
+	secret, ok := bearer(vals[0])
+	if !ok {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(secret))
+	found := -1
+	for i := range a.tokens {
+		eq := subtle.ConstantTimeCompare(sum[:], a.tokens[i].hash[:])
+		found = subtle.ConstantTimeSelect(eq, i, found)
+	}
+	if found < 0 {
+		return nil
+	}
+	return &a.tokens[found]
+}
+
+// bearer extracts the token of an "Authorization: Bearer <token>" value
+// (RFC 6750 §2.1; the scheme is case-insensitive).
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	if tok == "" || strings.ContainsAny(tok, " \t") {
+		return "", false
+	}
+	return tok, true
+}
+
+// scopeRule maps route patterns to a scope. A rule with a method matches
+// that method's pattern exactly; a rule without one (prefix) matches every
+// pattern at or under its path, whatever the method, so routes added later
+// under an admin prefix are admin by default. Paths are compared with their
+// wildcards anonymised ({family} → {}).
+type scopeRule struct {
+	method string // "" with prefix
+	path   string
+	prefix bool
+	scope  string
+}
+
+const boardRule = "/v1/boards/{}/{}/{}"
+
+// scopeRules: first match wins. A /v1 pattern no rule matches is refused to
+// every token (fail closed), and TestEveryRouteHasAScope catches it.
+var scopeRules = []scopeRule{
+	// Administration, present and future, whatever the method.
+	{path: "/v1/layout", prefix: true, scope: ScopeAdmin},
+	{path: "/v1/periods", prefix: true, scope: ScopeAdmin},
+	{path: "/v1/reviews", prefix: true, scope: ScopeAdmin},
+	{path: "/v1/corrections", prefix: true, scope: ScopeAdmin},
+	{path: "/v1/admin", prefix: true, scope: ScopeAdmin},
+	{path: boardRule + "/rebuild", prefix: true, scope: ScopeAdmin},
+	{path: boardRule + "/reconcile", prefix: true, scope: ScopeAdmin},
+	// Writes.
+	{method: http.MethodPost, path: "/v1/events", scope: ScopeWrite},
+	{method: http.MethodPost, path: "/v1/events:batch", scope: ScopeWrite},
+	{method: http.MethodPut, path: boardRule + "/members/{}", scope: ScopeWrite},
+	{method: http.MethodPut, path: "/v1/profiles/{}", scope: ScopeWrite},
+	// Reads. Lookups and snapshots are POSTs that only read: a snapshot is a
+	// short-lived frozen copy for paging, not a change to any board.
+	{method: http.MethodGet, path: boardRule + "/top", scope: ScopeRead},
+	{method: http.MethodGet, path: boardRule + "/members/{}", scope: ScopeRead},
+	{method: http.MethodGet, path: boardRule + "/members/{}/around", scope: ScopeRead},
+	{method: http.MethodGet, path: boardRule + "/entries", scope: ScopeRead},
+	{method: http.MethodPost, path: boardRule + "/members:lookup", scope: ScopeRead},
+	{method: http.MethodGet, path: boardRule + "/count", scope: ScopeRead},
+	{method: http.MethodGet, path: boardRule + "/range", scope: ScopeRead},
+	{method: http.MethodPost, path: boardRule + "/snapshots", scope: ScopeRead},
+	{method: http.MethodGet, path: "/v1/boards/{}/{}", scope: ScopeRead},
+	{method: http.MethodGet, path: "/v1/families/{}/period", scope: ScopeRead},
+	{method: http.MethodGet, path: "/v1/families", scope: ScopeRead},
+}
+
+// ScopeOf returns the scope a route pattern ("GET /v1/layout") needs, and
+// false when no rule covers it.
+func ScopeOf(pattern string) (string, bool) {
+	method, path := splitPattern(pattern)
+	if path == "" {
+		return "", false
+	}
+	for _, rule := range scopeRules {
+		if rule.prefix {
+			if path == rule.path || strings.HasPrefix(path, rule.path+"/") {
+				return rule.scope, true
+			}
+			continue
+		}
+		if method == rule.method && path == rule.path {
+			return rule.scope, true
+		}
+	}
+	return "", false
+}
+
+// splitPattern splits a ServeMux pattern "[METHOD ][HOST]/PATH" into its
+// method and its path with every wildcard written {}.
+func splitPattern(pattern string) (method, path string) {
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		method, path = "", pattern
+	}
+	path = strings.TrimLeft(path, " \t")
+	i := strings.IndexByte(path, '/')
+	if i < 0 {
+		return method, ""
+	}
+	segs := strings.Split(path[i:], "/")
+	for j, seg := range segs {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			segs[j] = "{}"
+		}
+	}
+	return method, strings.Join(segs, "/")
+}

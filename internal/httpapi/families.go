@@ -1,0 +1,48 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/rankgate/rankgate/internal/config"
+)
+
+// FamilyInfo is one configured family as GET /v1/families lists it.
+type FamilyInfo struct {
+	Name string `json:"name"`
+	// Period is the family's period kind: day, week, month or all.
+	Period string `json:"period"`
+	// Dimensions are the family's dimension types, "national" first.
+	Dimensions []string `json:"dimensions"`
+}
+
+// FamilyList answers GET /v1/families.
+type FamilyList struct {
+	Families []FamilyInfo `json:"families"`
+}
+
+func (s *server) familyList(w http.ResponseWriter, r *http.Request) error {
+	out := FamilyList{Families: []FamilyInfo{}}
+	if s.families != nil {
+		out.Families = append(out.Families, s.families()...)
+	}
+	for i := range out.Families {
+		if out.Families[i].Dimensions == nil {
+			out.Families[i].Dimensions = []string{}
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// ConfigFamilies lists cfg's families for Options.Families, in name order.
+func ConfigFamilies(cfg *config.Config) func() []FamilyInfo {
+	list := make([]FamilyInfo, 0, len(cfg.FamilyNames))
+	for _, name := range cfg.FamilyNames {
+		f := cfg.Families[name]
+		if f == nil {
+			continue
+		}
+		dims := append([]string{"national"}, f.DimensionTypes...)
+		list = append(list, FamilyInfo{Name: name, Period: f.Period, Dimensions: dims})
+	}
+	return func() []FamilyInfo { return list }
+}

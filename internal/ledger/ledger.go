@@ -1,0 +1,247 @@
+// Package ledger is rankgate's durable evidence: a PostgreSQL ledger of every
+// point event, reversal, correction and projection, the per-board totals they
+// add up to, the lifecycle of each family period, late events kept for review,
+// and settlements with their award outbox (DESIGN.md §3, §5).
+//
+// The ledger is the truth and Redis a projection of it: Record commits an
+// event and the member's new totals (points, version, achievement seq) in one
+// transaction; the gateway then hands Redis the absolute totals with their
+// version, and MarkProjected notes that it did. Unprojected lists what a crash
+// left behind.
+//
+// Points are stored as the user sees them (not negated for asc families);
+// Rules.Desc only matters for the order of settlement standings.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Sentinel errors. Returned errors wrap them with details: test with errors.Is.
+var (
+	// ErrPeriodClosed: the event's period is frozen, settled or archived; the
+	// caller keeps the event for review.
+	ErrPeriodClosed = errors.New("ledger: period closed")
+	// ErrUnknownEvent: a reversal names an event the ledger does not hold for
+	// that family, member and period (or on none of the named boards).
+	ErrUnknownEvent = errors.New("ledger: unknown event")
+	// ErrNotReversible: a reversal names a reversal or a projection.
+	ErrNotReversible = errors.New("ledger: event is not reversible")
+	// ErrOutOfRange: points would leave ±MaxPoints, or the period used up its
+	// achievement numbers (seq ≥ SeqCapacity under TieFirst). Nothing is written.
+	ErrOutOfRange = errors.New("ledger: out of range")
+	// ErrNotFrozen: settlement of a period that is not frozen (nor settled).
+	ErrNotFrozen = errors.New("ledger: period not frozen")
+	// ErrNotSettled: archiving a period that has no settlement.
+	ErrNotSettled = errors.New("ledger: period not settled")
+	// ErrInvalid: a malformed event, rule set or argument (a caller bug: the
+	// gateway validates input before it reaches the ledger).
+	ErrInvalid = errors.New("ledger: invalid argument")
+	// ErrReviewNotFound: DecideReview of an unknown review id.
+	ErrReviewNotFound = errors.New("ledger: review not found")
+	// ErrReviewDecided: DecideReview of a review already decided otherwise.
+	ErrReviewDecided = errors.New("ledger: review already decided")
+	// ErrClosed: the Ledger was closed.
+	ErrClosed = errors.New("ledger: closed")
+)
+
+// Event kinds.
+const (
+	KindAward      = "award"
+	KindReversal   = "reversal"
+	KindCorrection = "correction"
+	KindProjection = "projection"
+)
+
+// Period states.
+const (
+	StateOpen     = "open"
+	StateFrozen   = "frozen"
+	StateSettled  = "settled"
+	StateArchived = "archived"
+)
+
+// Review states.
+const (
+	ReviewPending  = "pending"
+	ReviewAccepted = "accepted"
+	ReviewRejected = "rejected"
+)
+
+// DefaultSchema is the schema the ledger's tables live in unless Options say otherwise.
+const DefaultSchema = "rankgate"
+
+// maxSafe is 2^53, the default bound on |points| (every score must stay exact in a float64).
+const maxSafe int64 = 1 << 53
+
+// Options configure Open.
+type Options struct {
+	// Schema holds every table (default "rankgate"); created when missing.
+	// Lower-case letters, digits and '_' only.
+	Schema string
+	// Logger receives migration, lifecycle and (at debug) per-board write
+	// logs; nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the ledger's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// MaxConns bounds the connection pool (default 10).
+	MaxConns int
+}
+
+// Ledger is a handle on the PostgreSQL ledger. It is safe for concurrent use.
+type Ledger struct {
+	pool   *pool
+	schema string
+	log    *slog.Logger
+	m      *metrics
+	reg    prometheus.Registerer
+
+	// beforeCommit, when set (tests only), runs inside a write transaction
+	// just before its COMMIT.
+	beforeCommit func(op, eventID string)
+}
+
+var schemaRe = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Open connects to dsn, creates the schema when missing and applies pending
+// migrations (under an advisory lock, so concurrent starts are safe), then
+// returns the ledger. dsn is a libpq URL or key=value string.
+func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
+	if opts.Schema == "" {
+		opts.Schema = DefaultSchema
+	}
+	if !schemaRe.MatchString(opts.Schema) {
+		return nil, fmt.Errorf("%w: schema %q must match %s", ErrInvalid, opts.Schema, schemaRe)
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 10
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: parsing the DSN: %w", err)
+	}
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	// Every table is addressed unqualified: the pool's sessions resolve names
+	// in the ledger's schema (pg_catalog stays implicitly first).
+	cfg.RuntimeParams["search_path"] = `"` + opts.Schema + `"`
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = "rankgate-ledger/" + opts.Schema
+	}
+	l := &Ledger{
+		pool:   newPool(cfg, opts.MaxConns),
+		schema: opts.Schema,
+		log:    log.With("component", "ledger"),
+	}
+	l.m = newMetrics(l.pool)
+	if err := l.migrate(ctx); err != nil {
+		l.pool.close()
+		return nil, err
+	}
+	if err := l.m.register(opts.Registerer); err != nil {
+		l.pool.close()
+		return nil, err
+	}
+	l.reg = opts.Registerer
+	return l, nil
+}
+
+// Close closes idle connections and makes further calls fail with ErrClosed;
+// connections in use are closed when released. It unregisters the metrics.
+func (l *Ledger) Close() {
+	l.pool.close()
+	l.m.unregister(l.reg)
+}
+
+// Ping checks that the database answers.
+func (l *Ledger) Ping(ctx context.Context) error {
+	return l.withConn(ctx, func(c *pgx.Conn) error { return c.Ping(ctx) })
+}
+
+// Schema returns the schema the ledger's tables live in.
+func (l *Ledger) Schema() string { return l.schema }
+
+// advisoryKey maps a name to a stable advisory-lock key.
+func advisoryKey(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return int64(h.Sum64())
+}
+
+// withConn runs fn on a pooled connection.
+func (l *Ledger) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
+	c, err := l.pool.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.pool.release(c)
+	return fn(c)
+}
+
+// errRollback makes inTx roll back and return nil: the closure already holds
+// its answer (a no-op that must leave no trace).
+var errRollback = errors.New("ledger: rollback")
+
+// inTx runs fn in one READ COMMITTED transaction, committing when fn returns
+// nil. A deadlock or serialization failure reruns the whole transaction (at
+// most three attempts): fn must be safe to rerun.
+func (l *Ledger) inTx(ctx context.Context, op, eventID string, fn func(pgx.Tx) error) error {
+	start := time.Now()
+	defer func() { l.m.txSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds()) }()
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = l.inTxOnce(ctx, op, eventID, fn)
+		if err == nil || attempt == 3 || !retryable(err) || ctx.Err() != nil {
+			break
+		}
+		l.m.retries.WithLabelValues(op).Inc()
+		l.log.Warn("retrying a ledger transaction", "op", op, "event_id", eventID, "attempt", attempt, "err", err)
+	}
+	if errors.Is(err, errRollback) {
+		return nil
+	}
+	return err
+}
+
+func (l *Ledger) inTxOnce(ctx context.Context, op, eventID string, fn func(pgx.Tx) error) (err error) {
+	c, err := l.pool.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.pool.release(c)
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = tx.Rollback(rctx) // a failed rollback closes the connection; the pool drops it
+			cancel()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if l.beforeCommit != nil {
+		l.beforeCommit(op, eventID)
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return fmt.Errorf("ledger: commit: %w", err)
+	}
+	return nil
+}

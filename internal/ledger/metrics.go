@@ -1,0 +1,73 @@
+package ledger
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics holds the ledger's collectors. They always exist, so code paths do
+// not depend on whether a Registerer was given.
+type metrics struct {
+	writes    *prometheus.CounterVec
+	txSeconds *prometheus.HistogramVec
+	retries   *prometheus.CounterVec
+	conns     prometheus.GaugeFunc
+	idle      prometheus.GaugeFunc
+}
+
+func newMetrics(p *pool) *metrics {
+	return &metrics{
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_ledger_writes_total",
+			Help: "Ledger writes (Record, Project) by kind and outcome (applied, unchanged, duplicate, stale, period_closed, out_of_range, unknown_event, not_reversible, invalid, error).",
+		}, []string{"kind", "outcome"}),
+		txSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rankgate_ledger_tx_duration_seconds",
+			Help:    "Duration of ledger transactions (retries included), by operation.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"op"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_ledger_tx_retries_total",
+			Help: "Ledger transactions rerun after a deadlock or serialization failure, by operation.",
+		}, []string{"op"}),
+		conns: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "rankgate_ledger_connections",
+			Help: "Open ledger connections (idle and in use).",
+		}, func() float64 { n, _ := p.stats(); return float64(n) }),
+		idle: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "rankgate_ledger_connections_idle",
+			Help: "Idle ledger connections.",
+		}, func() float64 { _, n := p.stats(); return float64(n) }),
+	}
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.writes, m.txSeconds, m.retries, m.conns, m.idle}
+}
+
+// register registers every collector on reg, or none (nil reg: none).
+func (m *metrics) register(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	cs := m.collectors()
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				reg.Unregister(done)
+			}
+			return fmt.Errorf("ledger: registering metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+func (m *metrics) unregister(reg prometheus.Registerer) {
+	if reg == nil {
+		return
+	}
+	for _, c := range m.collectors() {
+		reg.Unregister(c)
+	}
+}

@@ -1,0 +1,135 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// maxPage bounds every list the ledger returns in one call.
+const maxPage = 10000
+
+func pageLimit(limit, def int) int {
+	switch {
+	case limit <= 0:
+		return def
+	case limit > maxPage:
+		return maxPage
+	}
+	return limit
+}
+
+// Totals returns up to limit members present on a board, in member byte
+// order, starting after afterMember ("" : from the start). Rebuild and
+// reconcile page through a board with it.
+func (l *Ledger) Totals(ctx context.Context, family, period, board, afterMember string, limit int) ([]MemberTotal, error) {
+	var out []MemberTotal
+	err := l.withConn(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT member, points, version, seq, present, updated_at FROM totals
+			WHERE family = $1 AND period = $2 AND board = $3 AND member > $4 AND present
+			ORDER BY member LIMIT $5`, family, period, board, afterMember, pageLimit(limit, 1000))
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (MemberTotal, error) {
+			var t MemberTotal
+			err := r.Scan(&t.Member, &t.Points, &t.Version, &t.Seq, &t.Present, &t.UpdatedAt)
+			return t, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading totals of %s/%s/%s: %w", family, period, board, err)
+	}
+	return out, nil
+}
+
+// Total returns one member's totals on a board. A member the board never saw
+// answers Present=false, Version 0, Seq −1 (no error); one that left it
+// (reversed away) answers Present=false with its version.
+func (l *Ledger) Total(ctx context.Context, family, period, board, member string) (MemberTotal, error) {
+	t := MemberTotal{Member: member, Seq: -1}
+	err := l.withConn(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT points, version, seq, present, updated_at FROM totals
+			WHERE family = $1 AND period = $2 AND board = $3 AND member = $4`, family, period, board, member).
+			Scan(&t.Points, &t.Version, &t.Seq, &t.Present, &t.UpdatedAt)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return MemberTotal{Member: member, Seq: -1}, nil
+	}
+	if err != nil {
+		return MemberTotal{}, fmt.Errorf("ledger: reading the total of %s on %s/%s/%s: %w", member, family, period, board, err)
+	}
+	return t, nil
+}
+
+// MarkProjected notes that Redis received the totals after these events.
+// Unknown ids are ignored.
+func (l *Ledger) MarkProjected(ctx context.Context, eventIDs ...string) error {
+	if len(eventIDs) == 0 {
+		return nil
+	}
+	err := l.withConn(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `UPDATE events SET projected = true WHERE event_id = ANY($1) AND NOT projected`, eventIDs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: marking %d events projected: %w", len(eventIDs), err)
+	}
+	return nil
+}
+
+// Unprojected returns up to limit events recorded at least olderThan ago (by
+// the database's clock) that Redis may not have seen, oldest first, each with
+// the member's current totals on its boards: what a projector re-projects
+// (then MarkProjected). Projecting current totals with their versions is
+// idempotent, so an event projected twice does no harm.
+func (l *Ledger) Unprojected(ctx context.Context, olderThan time.Duration, limit int) ([]Pending, error) {
+	var out []Pending
+	err := l.withConn(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT event_id, kind, family, period, member FROM events
+			WHERE NOT projected AND recorded_at <= now() - $1::bigint * interval '1 microsecond'
+			ORDER BY recorded_at, event_id LIMIT $2`, olderThan.Microseconds(), pageLimit(limit, 100))
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Pending, error) {
+			var p Pending
+			err := r.Scan(&p.EventID, &p.Kind, &p.Family, &p.Period, &p.Member)
+			return p, err
+		})
+		if err != nil || len(out) == 0 {
+			return err
+		}
+		ids := make([]string, len(out))
+		idx := make(map[string]int, len(out))
+		for i, p := range out {
+			ids[i], idx[p.EventID] = p.EventID, i
+		}
+		rows, err = c.Query(ctx, `SELECT eb.event_id, eb.board, coalesce(t.points, 0), coalesce(t.version, 0),
+				coalesce(t.seq, -1), coalesce(t.present, false)
+			FROM event_boards eb
+			JOIN events e ON e.event_id = eb.event_id
+			LEFT JOIN totals t ON t.family = e.family AND t.period = e.period AND t.board = eb.board AND t.member = e.member
+			WHERE eb.event_id = ANY($1)
+			ORDER BY eb.event_id, eb.board`, ids)
+		if err != nil {
+			return err
+		}
+		var id string
+		var bt BoardTotal
+		_, err = pgx.ForEachRow(rows, []any{&id, &bt.Board, &bt.Points, &bt.Version, &bt.Seq, &bt.Present}, func() error {
+			p := &out[idx[id]]
+			p.Boards = append(p.Boards, bt)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: listing unprojected events: %w", err)
+	}
+	return out, nil
+}
