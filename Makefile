@@ -16,7 +16,7 @@ RANKGATE_TEST_PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 export RANKGATE_TEST_PG_DSN
 TEST_CLUSTER_ADDRS = $(shell $(CLUSTER_SH) -p $(TEST_CLUSTER_PORT) addrs)
 
-.PHONY: help cluster-up cluster-down cluster-status test-cluster-up test test-race run bench lint vet build
+.PHONY: help cluster-up cluster-down cluster-status test-cluster-up test test-race fuzz run bench lint vet build
 
 help: ## list targets
 	@echo "usage: make <target> [CLUSTER_PORT=$(CLUSTER_PORT)] [TEST_CLUSTER_PORT=$(TEST_CLUSTER_PORT)]"
@@ -44,6 +44,24 @@ test: vet test-cluster-up ## go vet, then all tests against the test cluster
 test-race: vet test-cluster-up ## go vet, then ./internal/... tests with -race
 	RANKGATE_TEST_REDIS_CLUSTER=$(TEST_CLUSTER_ADDRS) $(GO) test -race -count=1 ./internal/...
 
+# Fuzz targets, package:FuzzName; each runs for FUZZTIME, one after another
+# (go test -fuzz takes one target of one package at a time). Failing inputs
+# land in the package's testdata/fuzz/FuzzName/; commit them with the fix.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := \
+	./internal/rank:FuzzValidIDs \
+	./internal/rank:FuzzScoreRoundTrip \
+	./internal/period:FuzzParse \
+	./internal/gateway:FuzzDecodeCursor \
+	./internal/httpapi:FuzzEventJSON
+
+fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "$(GO) test -run '^\$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	done
+
 run: cluster-up ## start the dev cluster and the gateway on :8080, seeded with demo data
 	@(deploy/demo-seed.sh || true) &
 	$(GO) run ./cmd/gateway -config $(CONFIG)
@@ -58,6 +76,16 @@ lint: ## gofmt (must be clean), go vet, staticcheck when installed
 	@if command -v staticcheck >/dev/null; then echo staticcheck ./...; staticcheck ./...; \
 	else echo "note: staticcheck not on PATH; skipped (go install honnef.co/go/tools/cmd/staticcheck@latest)"; fi
 
+.PHONY: check-rules
+check-rules: ## promtool: check and unit-test deploy/prometheus (rules.yml, rules_test.yml, prometheus.yml)
+	promtool check rules deploy/prometheus/rules.yml
+	promtool test rules deploy/prometheus/rules_test.yml
+	promtool check config deploy/prometheus/prometheus.yml
+
 build: ## build all commands into bin/
 	@mkdir -p bin
 	$(GO) build -o bin/ ./cmd/...
+
+.PHONY: loadtest
+loadtest: ## run the load tool: make loadtest ARGS='...'
+	$(GO) run ./loadtest $(ARGS)

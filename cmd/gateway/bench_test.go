@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +122,77 @@ func BenchmarkHTTPTop10(b *testing.B) {
 	b.Run("gateway_primary", func(b *testing.B) {
 		hammer(b, srv.URL+"/v1/boards/hot/all/national/top?limit=10&consistency=primary")
 	})
+}
+
+// window sends GETs to url from conc goroutines for d and returns how many
+// completed with 200.
+func window(client *http.Client, url string, conc int, d time.Duration) (int64, error) {
+	var n atomic.Int64
+	var firstErr atomic.Value
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for i := 0; i < conc; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				resp, err := client.Get(url)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					firstErr.CompareAndSwap(nil, fmt.Errorf("status %d", resp.StatusCode))
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return n.Load(), nil
+}
+
+// BenchmarkHTTPTop10Ratio measures the cached Top-10 through the gateway
+// against a plain net/http handler writing the same bytes, alternating
+// 250 ms windows of each for 20 rounds so that the shared machine's load
+// drift hits both alike; it reports both rates and their ratio:
+//
+//	go test ./cmd/gateway -run '^$' -bench HTTPTop10Ratio -benchtime 1x
+func BenchmarkHTTPTop10Ratio(b *testing.B) {
+	srv, body := benchGateway(b)
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "max-age=1")
+		_, _ = io.Copy(w, bytes.NewReader(body))
+	}))
+	b.Cleanup(plain.Close)
+	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	gw := srv.URL + "/v1/boards/hot/all/national/top?limit=10"
+	const rounds, conc, d = 20, 32, 250 * time.Millisecond
+	for i := 0; i < b.N; i++ {
+		var np, ng int64
+		for r := 0; r < rounds; r++ {
+			a, err := window(client, plain.URL+"/top", conc, d)
+			if err != nil {
+				b.Fatal(err)
+			}
+			g, err := window(client, gw, conc, d)
+			if err != nil {
+				b.Fatal(err)
+			}
+			np, ng = np+a, ng+g
+		}
+		secs := float64(rounds) * d.Seconds()
+		b.ReportMetric(float64(np)/secs, "plain_req/s")
+		b.ReportMetric(float64(ng)/secs, "gateway_req/s")
+		b.ReportMetric(float64(ng)/float64(np), "ratio")
+	}
 }

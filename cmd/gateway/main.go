@@ -243,8 +243,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	go svc.RunProjector(ctx, 2*time.Second)
+	stopMonitor, err := startMonitor(ctx, st.Primary(), cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	defer stopMonitor()
 	h, err := httpapi.New(svc, httpapi.Options{Logger: log, Registerer: reg, Gatherer: reg, Auth: auth,
-		MaxInflight: cfg.Server.MaxInflight, RequestTimeout: cfg.Server.RequestTimeout})
+		MaxInflight: cfg.Server.MaxInflight, RequestTimeout: cfg.Server.RequestTimeout,
+		Families: httpapi.ConfigFamilies(cfg)})
 	if err != nil {
 		return err
 	}

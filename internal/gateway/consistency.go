@@ -91,10 +91,12 @@ func serve[V metaOf](ctx context.Context, s *Service, rc *readCtx, op string, de
 			}
 			countPartial(s, op, &v, nil)
 			if p, ok := any(&v).(*Page); ok {
-				// Encode the entries once for every caller the cache serves.
+				// Encode the entries once for every caller the cache serves,
+				// and the hits' whole body once.
 				if p.entriesJSON, err = encodeEntries(*p); err != nil {
 					return nil, false, err
 				}
+				p.hit = &lazyBody{}
 			}
 			return v, !readMeta(&v).Partial, nil
 		})

@@ -58,5 +58,11 @@ func decodeCursor(scope, s string) (cursor, error) {
 	if !rank.ValidMember(c.Member) || c.Score > rank.MaxSafe || c.Score < -rank.MaxSafe {
 		return cursor{}, bad
 	}
+	// One spelling per cursor: base64 decoding skips line breaks and ignores
+	// stray trailing bits, which would let altered strings pass (and split
+	// the cache across spellings of one page).
+	if encodeCursor(scope, c) != s {
+		return cursor{}, bad
+	}
 	return c, nil
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -12,6 +13,13 @@ import (
 // once per request): a hot cached Top-N then costs little more than writing
 // bytes.
 func (p Page) MarshalJSON() ([]byte, error) {
+	if p.hit != nil && p.Source == SourceCache {
+		return p.hit.get(func() ([]byte, error) {
+			q := p
+			q.hit = nil
+			return q.MarshalJSON()
+		})
+	}
 	entries := p.entriesJSON
 	if entries == nil {
 		var err error
@@ -50,6 +58,18 @@ func encodeEntries(p Page) ([]byte, error) {
 		return []byte("[]"), nil
 	}
 	return json.Marshal(p.Entries)
+}
+
+// lazyBody holds bytes computed once, shared by copies of a cached page.
+type lazyBody struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+func (l *lazyBody) get(f func() ([]byte, error)) ([]byte, error) {
+	l.once.Do(func() { l.b, l.err = f() })
+	return l.b, l.err
 }
 
 // appendJSONString appends s as a JSON string.

@@ -59,6 +59,10 @@ type Page struct {
 	NextCursor string       `json:"next_cursor,omitempty"`
 	// entriesJSON is Entries encoded once, for cached pages.
 	entriesJSON []byte
+	// hit is the whole body of a cache hit, encoded once per cached value
+	// (every hit of one value answers the same bytes; only max-age differs,
+	// and that is a header).
+	hit *lazyBody
 }
 
 // MemberStanding is a member's place on a board.

@@ -369,7 +369,15 @@ func boardOf(r *http.Request) gateway.BoardRef {
 // written, so a marshalling failure is returned and can still be answered
 // as a clean 500. A response is no-store unless the caller said otherwise.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	data, err := json.Marshal(v)
+	var data []byte
+	var err error
+	if m, ok := v.(json.Marshaler); ok {
+		// Pages encode themselves (cached pages hold their entries encoded
+		// once): skip encoding/json's reflection and re-validation.
+		data, err = m.MarshalJSON()
+	} else {
+		data, err = json.Marshal(v)
+	}
 	if err != nil {
 		return fmt.Errorf("encoding %T response: %w", v, err)
 	}

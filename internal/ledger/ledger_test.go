@@ -750,6 +750,36 @@ func TestReversalSum(t *testing.T) {
 		}
 	})
 
+	t.Run("answers follow the boards named", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		if _, err := l.Record(ctx, sumEv("n1", "revn", "m", 4, "national"), sumTie); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Record(ctx, sumEv("n2", "revn", "other", 9, "class:c1"), sumTie); err != nil {
+			t.Fatal(err)
+		}
+		r := revEv("n3", "revn", "m", "n1")
+		r.Boards = []string{"province:zj", "national"}
+		want := Outcome{Boards: []BoardTotal{
+			{Board: "province:zj", Seq: -1},
+			{Board: "national", Points: 0, Version: 2, Seq: -1, Present: false, Changed: true},
+		}}
+		got, err := l.Record(ctx, r, sumTie)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("reversal = %+v, %v; want %+v", got, err, want)
+		}
+		// A replay answers the boards it names, in its order.
+		want.Duplicate = true
+		want.Boards[1].Changed = false
+		if got, err := l.Record(ctx, r, sumTie); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("replay = %+v, %v; want %+v", got, err, want)
+		}
+		if n := queryInt(t, l, `SELECT count(*) FROM totals WHERE family = 'revn' AND board = 'province:zj'`); n != 0 {
+			t.Errorf("a board the original never touched got %d totals rows", n)
+		}
+	})
+
 	t.Run("reversal on every board of the original", func(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
@@ -1355,5 +1385,54 @@ func TestTotals(t *testing.T) {
 				t.Errorf("Total = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestFreezeDuringWrites(t *testing.T) {
+	t.Parallel()
+	l := openTest(t)
+	ctx := t.Context()
+	const n = 40
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = l.Record(ctx, sumEv(fmt.Sprintf("e%02d", i), "frz", "u", 1), sumTie)
+		})
+	}
+	var frozen error
+	wg.Go(func() {
+		<-start
+		_, frozen = l.Freeze(ctx, "frz", testPeriod)
+	})
+	close(start)
+	wg.Wait()
+	if frozen != nil {
+		t.Fatal(frozen)
+	}
+	applied := int64(0)
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			applied++
+		case !errors.Is(err, ErrPeriodClosed):
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	// Every write either landed before the freeze or left no trace.
+	got, err := l.Total(ctx, "frz", testPeriod, "national", "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Points != applied || got.Version != applied {
+		t.Errorf("total = %+v, want %d applied", got, applied)
+	}
+	if rows := queryInt(t, l, `SELECT count(*) FROM events WHERE family = 'frz'`); rows != applied {
+		t.Errorf("events = %d, want %d", rows, applied)
+	}
+	if _, err := l.Record(ctx, sumEv("late", "frz", "u", 1), sumTie); !errors.Is(err, ErrPeriodClosed) {
+		t.Errorf("after Freeze: %v, want ErrPeriodClosed", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,6 +46,10 @@ import (
 // first is 1), only when a board needs a new one; the row lock is held to
 // commit, so seqs follow commit order. Under tie member no seq is taken and
 // present members carry seq 0.
+//
+// Outcome.Boards follow ev.Boards, in its order (a reversal that names no
+// boards: the original's, in board order; a board the original never touched
+// answers its current totals, unchanged).
 func (l *Ledger) Record(ctx context.Context, ev Event, r Rules) (Outcome, error) {
 	return l.write(ctx, ev, r, false)
 }
@@ -372,13 +375,18 @@ func (w *writer) reverse(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, fmt.Errorf("ledger: reading the boards of %s: %w", ev.Reverses, err)
 	}
-	boards := origBoards
-	if len(ev.Boards) > 0 {
-		boards = nil
-		for _, b := range ev.Boards {
-			if _, ok := orig[b]; ok {
-				boards = append(boards, b)
-			}
+	// The answer covers the boards named (all of the original's when none
+	// are); the reversal applies to those the original touched.
+	named := ev.Boards
+	if len(named) == 0 {
+		named = origBoards
+	}
+	var boards, unknown []string
+	for _, b := range named {
+		if _, ok := orig[b]; ok {
+			boards = append(boards, b)
+		} else {
+			unknown = append(unknown, b)
 		}
 	}
 	if len(boards) == 0 {
@@ -388,7 +396,7 @@ func (w *writer) reverse(ctx context.Context) (Outcome, error) {
 	if reversedBy != nil {
 		// Already reversed (by another reversal): keep nothing, answer the
 		// current totals.
-		cur, err := currentTotals(ctx, w.tx, ev.Family, ev.Period, ev.Member, boards)
+		cur, err := currentTotals(ctx, w.tx, ev.Family, ev.Period, ev.Member, named)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -408,7 +416,25 @@ func (w *writer) reverse(ctx context.Context) (Outcome, error) {
 			return Outcome{}, err
 		}
 	}
-	return w.finish(ctx, ev.Reverses)
+	out, err := w.finish(ctx, ev.Reverses)
+	if err != nil || len(unknown) == 0 {
+		return out, err
+	}
+	// Boards named that the original never touched: their current totals,
+	// unchanged, in the order named.
+	cur, err := currentTotals(ctx, w.tx, ev.Family, ev.Period, ev.Member, unknown)
+	if err != nil {
+		return Outcome{}, err
+	}
+	byBoard := make(map[string]BoardTotal, len(named))
+	for _, b := range append(out.Boards, cur...) {
+		byBoard[b.Board] = b
+	}
+	out.Boards = out.Boards[:0:0]
+	for _, b := range named {
+		out.Boards = append(out.Boards, byBoard[b])
+	}
+	return out, nil
 }
 
 // reverseSum undoes a sum event on one board, as reverse.lua does.
@@ -528,7 +554,7 @@ func (w *writer) insertEvent(ctx context.Context) (bool, error) {
 }
 
 // duplicateOr answers a replayed event id with the current totals of the
-// boards the stored event touched (err != nil: that error).
+// event's boards (err != nil: that error).
 func (w *writer) duplicateOr(ctx context.Context, err error) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
@@ -546,31 +572,17 @@ func (w *writer) duplicateOr(ctx context.Context, err error) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if len(stored) == 0 {
-		stored = w.ev.Boards
+	// The caller's boards, in its order, when it names them (a retry names
+	// the same boards); else those the stored event touched.
+	boards := w.ev.Boards
+	if len(boards) == 0 {
+		boards = stored
 	}
-	cur, err := currentTotals(ctx, w.tx, family, period, member, preferOrder(stored, w.ev.Boards))
+	cur, err := currentTotals(ctx, w.tx, family, period, member, boards)
 	if err != nil {
 		return Outcome{}, err
 	}
 	return Outcome{Duplicate: true, Boards: cur}, nil
-}
-
-// preferOrder returns boards ordered as in pref where pref names them, the
-// rest after, in their own order.
-func preferOrder(boards, pref []string) []string {
-	out := make([]string, 0, len(boards))
-	for _, b := range pref {
-		if slices.Contains(boards, b) {
-			out = append(out, b)
-		}
-	}
-	for _, b := range boards {
-		if !slices.Contains(out, b) {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // checkOpen takes the period row in share mode (Freeze waits for writers in

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/monitor"
+)
+
+// startMonitor starts the cluster monitor on c (the primary client) in the
+// background, polling every 10 s off the request path; stop ends it and waits
+// for it to return.
+func startMonitor(ctx context.Context, c redis.UniversalClient, cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (stop func(), err error) {
+	mon, err := monitor.New(c, monitor.Options{Prefix: cfg.Redis.Prefix, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mon.Run(ctx)
+	}()
+	return func() { cancel(); <-done }, nil
+}

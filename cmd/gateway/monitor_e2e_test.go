@@ -1,0 +1,68 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestE2EMonitorAndStatusPage: the real program polls the cluster off the
+// request path (node metrics on /metrics), lists its families on
+// /v1/families, serves the status page, and stops the monitor on shutdown
+// (the graceful return is checked by startGateway's cleanup).
+func TestE2EMonitorAndStatusPage(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, false)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := g.metrics(t)
+		if up, ok := metricSum(m, "rankgate_redis_node_up"); ok && up == 6 {
+			if _, ok := metricSum(m, "rankgate_redis_replication_lag_bytes"); !ok {
+				t.Error("no rankgate_redis_replication_lag_bytes on /metrics")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rankgate_redis_node_up never summed to 6 nodes:\n%s", linesWithPrefix(m, "rankgate_redis_node_up"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	var fams struct {
+		Families []struct {
+			Name       string   `json:"name"`
+			Period     string   `json:"period"`
+			Dimensions []string `json:"dimensions"`
+		} `json:"families"`
+	}
+	g.ok(t, "GET", "/v1/families", nil, &fams)
+	var names []string
+	for _, f := range fams.Families {
+		names = append(names, f.Name)
+		if f.Name == "learning" && (f.Period != "week" || strings.Join(f.Dimensions, ",") != "national,class,province") {
+			t.Errorf("learning listed as %+v", f)
+		}
+	}
+	if strings.Join(names, ",") != "course,game,learning" {
+		t.Errorf("families %v, want course, game, learning", names)
+	}
+
+	if r := g.do(t, "GET", "/ui", nil); r.status != http.StatusMovedPermanently || r.header.Get("Location") != "/ui/" {
+		t.Errorf("GET /ui: %s Location %q", r, r.header.Get("Location"))
+	}
+	if r := g.do(t, "GET", "/ui/", nil); r.status != http.StatusOK || !strings.Contains(string(r.body), "rankgate status") {
+		t.Errorf("GET /ui/: %.200s", r)
+	}
+}
+
+func linesWithPrefix(text, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
