@@ -27,6 +27,7 @@ type Ledger interface {
 	SetArchived(ctx context.Context, family, period string) (string, error)
 	AddReview(ctx context.Context, r ledger.Review) (int64, error)
 	Reviews(ctx context.Context, family, period string, limit int) ([]ledger.Review, error)
+	DecideReview(ctx context.Context, id int64, accept bool, operator, correctionID string) error
 	Settle(ctx context.Context, family, period string, top int, boards []string, comp bool, r ledger.Rules) (ledger.Settlement, error)
 	Settlement(ctx context.Context, family, period string) (ledger.Settlement, bool, error)
 	Outbox(ctx context.Context, family, period string) ([]ledger.Award, error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -281,3 +282,46 @@ func TestLedgerRequired(t *testing.T) {
 func second[T any](_ T, err error) error { return err }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// A late event is kept for review in the ledger; accepting it makes an
+// audited correction of the current period; deciding again is a no-op.
+func TestLedgerReviewAcceptedAsCorrection(t *testing.T) {
+	t.Parallel()
+	svc, _ := newLedgerService(t, `  d:
+    period: day
+    timezone: UTC
+    grace: 1m
+    dimensions:
+      national: {shards: 2}
+`, nil)
+	ctx := context.Background()
+	at := time.Now().Add(-49 * time.Hour)
+	_, err := svc.ApplyEvent(ctx, Event{EventID: "old", Family: "d", User: "u1", Delta: ptr(int64(7)), At: &at})
+	if rank.CodeOf(err) != rank.CodePeriodClosed {
+		t.Fatalf("late event: %v", err)
+	}
+	oldPeriod := svc.families["d"].spec.At(at).ID
+	rv, err := svc.Reviews(ctx, "d", oldPeriod, 10)
+	if err != nil || len(rv.Reviews) != 1 || rv.Reviews[0].Reason != "past_grace" {
+		t.Fatalf("reviews: %+v %v", rv, err)
+	}
+	id := rv.Reviews[0].ID
+	if _, err := svc.DecideReview(ctx, id, "d", oldPeriod, "", true); rank.CodeOf(err) != rank.CodeInvalidArgument {
+		t.Fatalf("decision without operator: %v", err)
+	}
+	dec, err := svc.DecideReview(ctx, id, "d", oldPeriod, "ops@x", true)
+	if err != nil || !dec.Accepted || dec.Correction == nil || dec.Correction.Boards[0].Points != 7 {
+		t.Fatalf("accept: %+v %v", dec, err)
+	}
+	again, err := svc.DecideReview(ctx, id, "d", oldPeriod, "ops@x", true)
+	if err != nil || !again.Correction.Duplicate {
+		t.Fatalf("accepting twice: %+v %v", again, err)
+	}
+	ms, err := svc.Member(ctx, BoardRef{Family: "d", Period: "current", Dimension: "national"}, "u1", ReadOptions{})
+	if err != nil || ms.Points != 7 {
+		t.Fatalf("member after the accepted review: %+v %v", ms, err)
+	}
+	if _, err := svc.DecideReview(ctx, id, "d", oldPeriod, "ops@x", false); rank.CodeOf(err) != rank.CodeInvalidArgument {
+		t.Fatalf("rejecting an accepted review: %v", err)
+	}
+}

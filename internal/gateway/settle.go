@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/rankgate/rankgate/internal/ledger"
@@ -416,4 +419,73 @@ func (s *Service) Correct(ctx context.Context, c Correction) (EventResult, error
 	s.log.Info("correction applied", "family", f.cfg.Name, "period", p.period.ID, "member", c.User, "correction_id", c.CorrectionID,
 		"delta", *c.Delta, "operator", c.Operator, "reason", c.Reason)
 	return *out[0].Result, nil
+}
+
+// ReviewDecision answers a decision on a review.
+type ReviewDecision struct {
+	ReviewID   string       `json:"review_id"`
+	Accepted   bool         `json:"accepted"`
+	Correction *EventResult `json:"correction,omitempty"`
+}
+
+// DecideReview accepts a late event kept for review — as an audited
+// correction of the family's current (open) period, with the operator named
+// — or rejects it. Deciding again the same way is a no-op.
+func (s *Service) DecideReview(ctx context.Context, id, familyName, periodID, operator string, accept bool) (ReviewDecision, error) {
+	if err := s.requireLedger("deciding reviews"); err != nil {
+		return ReviewDecision{}, err
+	}
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n < 1 {
+		return ReviewDecision{}, rank.Invalid("id", "review id must be a positive integer")
+	}
+	if operator == "" || len(operator) > 128 || !printable(operator) {
+		return ReviewDecision{}, rank.Invalid("operator", "operator is required (printable, at most 128 bytes)")
+	}
+	f, err := s.family(familyName)
+	if err != nil {
+		return ReviewDecision{}, err
+	}
+	p, err := s.periodOf(f, periodID)
+	if err != nil {
+		return ReviewDecision{}, err
+	}
+	rs, err := s.ledger.Reviews(ctx, f.cfg.Name, p.ID, 1000)
+	if err != nil {
+		return ReviewDecision{}, ledgerErr(err)
+	}
+	var rv *ledger.Review
+	for i := range rs {
+		if rs[i].ID == n {
+			rv = &rs[i]
+		}
+	}
+	if rv == nil {
+		return ReviewDecision{}, rank.Errorf(rank.CodeNotFound, "no review %d in %s/%s", n, f.cfg.Name, p.ID)
+	}
+	out := ReviewDecision{ReviewID: id, Accepted: accept}
+	correctionID := ""
+	if accept {
+		var ev Event
+		if err := json.Unmarshal(rv.Event, &ev); err != nil {
+			return ReviewDecision{}, rank.Invalid("id", "review %d does not hold an event", n)
+		}
+		if ev.Delta == nil || ev.Reverses != "" {
+			return ReviewDecision{}, rank.Invalid("id", "only a point event with a delta can become a correction")
+		}
+		correctionID = "review-" + id
+		res, err := s.Correct(ctx, Correction{CorrectionID: correctionID, Family: f.cfg.Name, User: ev.User, Dims: ev.Dims,
+			Delta: ev.Delta, Operator: operator, Reason: "accepted review " + id + " (" + rv.Reason + ") of event " + ev.EventID})
+		if err != nil {
+			return ReviewDecision{}, err
+		}
+		out.Correction = &res
+	}
+	if err := s.ledger.DecideReview(ctx, n, accept, operator, correctionID); err != nil {
+		if errors.Is(err, ledger.ErrReviewDecided) {
+			return ReviewDecision{}, rank.Errorf(rank.CodeInvalidArgument, "review %d was decided the other way already", n)
+		}
+		return ReviewDecision{}, ledgerErr(err)
+	}
+	return out, nil
 }

@@ -453,3 +453,28 @@ func (s *server) reconcile(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, res)
 }
+
+type decisionRequest struct {
+	Family   string `json:"family"`
+	Period   string `json:"period"`
+	Operator string `json:"operator"`
+	Accept   *bool  `json:"accept"`
+}
+
+func (s *server) decideReview(w http.ResponseWriter, r *http.Request) error {
+	var req decisionRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if req.Accept == nil {
+		return rank.Invalid("accept", "accept (true or false) is required")
+	}
+	if req.Period == "" {
+		req.Period = "current"
+	}
+	res, err := s.svc.DecideReview(r.Context(), r.PathValue("id"), req.Family, req.Period, req.Operator, *req.Accept)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}

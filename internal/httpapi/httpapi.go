@@ -46,6 +46,7 @@ type Service interface {
 	Correct(ctx context.Context, c gateway.Correction) (gateway.EventResult, error)
 	Rebuild(ctx context.Context, b gateway.BoardRef) (gateway.RebuildReport, error)
 	Reconcile(ctx context.Context, b gateway.BoardRef) (gateway.ReconcileReport, error)
+	DecideReview(ctx context.Context, id, family, period, operator string, accept bool) (gateway.ReviewDecision, error)
 }
 
 // Options are the dependencies of the handler. Every field may be nil.
@@ -152,6 +153,7 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("GET /v1/periods/{family}/{period}", s.periodDetail)
 	api("POST /v1/periods/{family}/{period}/freeze", s.freeze)
 	api("GET /v1/reviews", s.reviews)
+	api("POST /v1/reviews/{id}/decision", s.decideReview)
 	api("POST /v1/periods/{family}/{period}/settle", s.settle)
 	api("GET /v1/periods/{family}/{period}/settlement", s.settlement)
 	api("POST /v1/periods/{family}/{period}/archive", s.archive)

@@ -217,6 +217,10 @@ func (f *fakeService) Reconcile(ctx context.Context, b gateway.BoardRef) (gatewa
 	return gateway.ReconcileReport{}, f.unexpected("Reconcile")
 }
 
+func (f *fakeService) DecideReview(ctx context.Context, id, family, period, operator string, accept bool) (gateway.ReviewDecision, error) {
+	return gateway.ReviewDecision{}, f.unexpected("DecideReview")
+}
+
 // Fixtures.
 
 var (

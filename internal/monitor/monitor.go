@@ -84,8 +84,8 @@ type Monitor struct {
 	commands []string
 	log      *slog.Logger
 
-	col    *collector
-	errors prometheus.Counter
+	col        *collector
+	pollErrors prometheus.Counter
 
 	pollMu  sync.Mutex // one poll at a time; guards prevCmd and known
 	prevCmd map[string]cmdStat
@@ -107,7 +107,7 @@ func New(c redis.UniversalClient, o Options) (*Monitor, error) {
 		c: c, interval: cmp.Or(o.Interval, DefaultInterval), timeout: cmp.Or(o.Timeout, DefaultTimeout),
 		topKeys: cmp.Or(o.TopKeys, DefaultTopKeys), pattern: o.KeyPattern, maxScan: cmp.Or(o.MaxScanKeys, DefaultMaxScanKeys),
 		commands: o.Commands, log: o.Logger, col: newCollector(),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
+		pollErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rankgate_monitor_poll_errors_total",
 			Help: "Cluster monitor polls in which some node or the topology could not be read.",
 		}),
@@ -126,7 +126,7 @@ func New(c redis.UniversalClient, o Options) (*Monitor, error) {
 		if err := o.Registerer.Register(m.col); err != nil {
 			return nil, fmt.Errorf("monitor: registering metrics: %w", err)
 		}
-		if err := o.Registerer.Register(m.errors); err != nil {
+		if err := o.Registerer.Register(m.pollErrors); err != nil {
 			o.Registerer.Unregister(m.col)
 			return nil, fmt.Errorf("monitor: registering metrics: %w", err)
 		}
@@ -264,7 +264,7 @@ func (m *Monitor) Poll(ctx context.Context) error {
 	m.col.set(snap)
 	err := errors.Join(errs...)
 	if err != nil {
-		m.errors.Inc()
+		m.pollErrors.Inc()
 	}
 	return err
 }

@@ -71,11 +71,20 @@ type Stack struct {
 	Monitor  *monitor.Monitor
 }
 
-// New builds a Stack on the test cluster with the given families block (YAML
-// indented under "families:"; "" takes DefaultFamilies). It skips the test
-// when there is no cluster (fails it when CI=true), like testcluster.
-func New(tb testing.TB, families string) *Stack {
+// Options shape a Stack; the zero value is DefaultFamilies on the real store.
+type Options struct {
+	// Families is the YAML families block, indented under "families:".
+	Families string
+	// WrapBackend, when set, wraps the store as the gateway sees it (to
+	// inject a failing shard, say).
+	WrapBackend func(gateway.Backend) gateway.Backend
+}
+
+// New builds a Stack on the test cluster. It skips the test when there is no
+// cluster (fails it when CI=true), like testcluster.
+func New(tb testing.TB, o Options) *Stack {
 	tb.Helper()
+	families := o.Families
 	if families == "" {
 		families = DefaultFamilies
 	}
@@ -101,7 +110,11 @@ func New(tb testing.TB, families string) *Stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Registerer: reg})
+	var be gateway.Backend = st
+	if o.WrapBackend != nil {
+		be = o.WrapBackend(st)
+	}
+	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: be, Registerer: reg})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func waitVisible(t *testing.T, ctx context.Context, what, sel string) {
 
 func TestStatusPage(t *testing.T) {
 	path := chromium(t)
-	stack := teststack.New(t, "")
+	stack := teststack.New(t, teststack.Options{})
 	ctx := context.Background()
 
 	// A board of 30: user-N has N×10 points, so user-30 leads and user-17

@@ -1,0 +1,319 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/httpapi"
+	"github.com/rankgate/rankgate/internal/rank"
+)
+
+// topAll reads every board whole from the masters.
+func topAll(ctx context.Context, s *stack) (map[string][]rank.Entry, error) {
+	out := map[string][]rank.Entry{}
+	for _, d := range boardDims() {
+		p, err := s.svc.Top(ctx, s.ref(d), 1000, gateway.ReadOptions{Consistency: gateway.ConsistencyPrimary})
+		if err != nil {
+			return nil, fmt.Errorf("top of %s: %w", d, err)
+		}
+		out[d] = p.Entries
+	}
+	return out, nil
+}
+
+// diffEntries compares two boards entry by entry (user, points, position,
+// rank); "" when identical.
+func diffEntries(a, b []rank.Entry) string {
+	if len(a) != len(b) {
+		return fmt.Sprintf("%d entries, want %d", len(b), len(a))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.User != y.User || x.Points != y.Points || x.Position != y.Position || x.Rank != y.Rank {
+			return fmt.Sprintf("entry %d: %+v, want %+v", i, y, x)
+		}
+	}
+	return ""
+}
+
+// Scenario 6: FLUSHALL one master of a ledger-mode gateway, then rebuild the
+// boards with a shard on it from the ledger: every board reads exactly as
+// before, entry by entry.
+func TestFlushMasterRebuild(t *testing.T) {
+	c := getCluster(t, baseFlush)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.waitHealthy(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t, c, stackOptions{ledger: true})
+	l := newLoad(s, "flush", loadConfig{})
+	l.seed(t)
+	l.start(time.Minute)
+	time.Sleep(3 * time.Second)
+	l.finish(t)
+	if _, err := s.svc.ProjectPending(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	before, err := topAll(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := c.topology(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := chooseVictim(t, s, tp)
+	var affected []string
+	for _, d := range boardDims() {
+		for _, sl := range s.boardSlots(d) {
+			if tp.ownerOf(sl) == victim {
+				affected = append(affected, d)
+				break
+			}
+		}
+	}
+	keys, _ := c.node(victim).DBSize(ctx).Result()
+	if err := c.node(victim).FlushAll(ctx).Err(); err != nil {
+		t.Fatalf("FLUSHALL on %d: %v", victim, err)
+	}
+	t.Logf("FLUSHALL on master %d (%d keys); boards with a shard there: %v", victim, keys, affected)
+	mid, err := topAll(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drift int64
+	for _, d := range boardDims() {
+		rep, err := s.svc.Reconcile(ctx, s.ref(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		drift += rep.Drifted
+	}
+	lostEntries := 0
+	for _, d := range boardDims() {
+		lostEntries += len(before[d]) - len(mid[d])
+	}
+	if drift == 0 || lostEntries == 0 {
+		t.Fatalf("the flush changed nothing (drift %d, entries lost %d)", drift, lostEntries)
+	}
+	start := time.Now()
+	for _, d := range affected {
+		if _, err := s.svc.Rebuild(ctx, s.ref(d)); err != nil {
+			t.Fatalf("rebuild %s: %v", d, err)
+		}
+	}
+	took := time.Since(start)
+	after, err := topAll(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := 0
+	for _, d := range boardDims() {
+		if diff := diffEntries(before[d], after[d]); diff != "" {
+			t.Errorf("board %s after rebuild: %s", d, diff)
+		} else {
+			same++
+		}
+	}
+	var driftAfter int64
+	for _, d := range boardDims() {
+		rep, err := s.svc.Reconcile(ctx, s.ref(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		driftAfter += rep.Drifted
+	}
+	if driftAfter != 0 {
+		t.Errorf("drift after rebuild: %d members", driftAfter)
+	}
+	a := runAudit(t, s, l)
+	if !a.exact() {
+		t.Errorf("audit not exact: %s", a)
+	}
+	na := outage{d: 0}
+	t.Log(resultLine("6 FLUSHALL one master, rebuild from ledger", s.mode(), na, na,
+		fmt.Sprintf("%d entries and %d drifted members after the flush; rebuilt %d boards in %s; %d/%d boards identical entry by entry; drift after %d; %s",
+			lostEntries, drift, len(affected), took.Round(time.Millisecond), same, len(boardDims()), driftAfter, a)))
+}
+
+// Scenario 7: maxmemory reached under noeviction: writes answer 503
+// unavailable, reads keep working; a master set to allkeys-lru makes Ready
+// (/readyz) fail. Settings are restored after.
+func TestMaxMemory(t *testing.T) {
+	c := getCluster(t, baseMaxMemory)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.waitHealthy(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t, c, stackOptions{})
+	h, err := httpapi.New(s.svc, httpapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLoad(s, "oom", loadConfig{})
+	l.seed(t)
+	tp, err := c.topology(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters := tp.masters()
+	restore := func() error {
+		for _, m := range masters {
+			if err := c.node(m).ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+				return err
+			}
+			if err := c.node(m).ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	t.Cleanup(func() { _ = restore() })
+
+	const headroom = 256 << 10
+	for _, m := range masters {
+		info, err := c.node(m).Info(ctx, "memory").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		used, _ := strconv.ParseInt(infoField(info, "used_memory"), 10, 64)
+		if err := c.node(m).ConfigSet(ctx, "maxmemory", strconv.FormatInt(used+headroom, 10)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("maxmemory = used_memory + %d KiB on masters %s (noeviction)", headroom>>10, joinPorts(masters))
+
+	// Fill until the gateway refuses every write (bounded).
+	var fillErr error
+	accepted, batches := 0, 0
+	deadline := time.Now().Add(45 * time.Second)
+	for ; batches < 2000 && time.Now().Before(deadline); batches++ {
+		evs := make([]gateway.Event, 100)
+		for i := range evs {
+			d := int64(1)
+			u := (batches*100 + i) % users
+			evs[i] = gateway.Event{EventID: fmt.Sprintf("oom-fill-%d-%d", batches, i), Family: family, User: userName(u), Delta: &d,
+				Dims: map[string]string{"province": provinceOf(u)}}
+		}
+		items, err := s.svc.ApplyBatch(ctx, evs)
+		if err != nil {
+			fillErr = err
+			break
+		}
+		refused := 0
+		for _, it := range items {
+			if it.Err != nil {
+				refused++
+				fillErr = it.Err
+			}
+		}
+		accepted += len(items) - refused
+		if refused == len(items) {
+			break
+		}
+	}
+	if fillErr == nil {
+		t.Fatalf("writes never refused after %d batches (%d events accepted)", batches, accepted)
+	}
+	t.Logf("filled: %d events accepted in %d batches, then refused: %v", accepted, batches, fillErr)
+	if rank.CodeOf(fillErr) != rank.CodeUnavailable {
+		t.Errorf("a write refused for memory answers %s, want unavailable: %v", rank.CodeOf(fillErr), fillErr)
+	}
+
+	do := func(method, path, body string) (int, http.Header, map[string]any) {
+		req := httptest.NewRequest(method, path, strings.NewReader(body)).WithContext(ctx)
+		req.RemoteAddr = "127.0.0.1:1234"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var m map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &m)
+		return rec.Code, rec.Header(), m
+	}
+	writes503, writesOther, reads200, readsOther := 0, 0, 0, 0
+	var message, otherWrite, otherRead string
+	for i := 0; i < 20; i++ {
+		u := i % users
+		status, hdr, body := do("POST", "/v1/events", fmt.Sprintf(`{"event_id":"oom-http-%d","family":"f","user":%q,"delta":3,"dims":{"province":%q}}`,
+			i, userName(u), provinceOf(u)))
+		errObj, _ := body["error"].(map[string]any)
+		if status == http.StatusServiceUnavailable && errObj["code"] == "unavailable" && hdr.Get("Retry-After") != "" {
+			writes503++
+			message, _ = errObj["message"].(string)
+		} else {
+			writesOther++
+			otherWrite = fmt.Sprintf("%d %v", status, body)
+		}
+		for _, path := range []string{
+			"/v1/boards/f/current/national/top?limit=10&consistency=primary",
+			"/v1/boards/f/current/national/top?limit=10",
+			"/v1/boards/f/current/national/members/" + userName(u),
+		} {
+			status, _, body := do("GET", path, "")
+			if entries, ok := body["entries"].([]any); status == http.StatusOK && (!strings.Contains(path, "/top") || (ok && len(entries) > 0)) {
+				reads200++
+			} else {
+				readsOther++
+				otherRead = fmt.Sprintf("%s: %d %v", path, status, body)
+			}
+		}
+	}
+	t.Logf("under maxmemory: writes %d× 503 unavailable (%q), %d other; reads %d× 200, %d other", writes503, message, writesOther, reads200, readsOther)
+	if writesOther > 0 {
+		t.Errorf("%d writes under maxmemory did not answer 503 unavailable; last: %s", writesOther, otherWrite)
+	}
+	if readsOther > 0 {
+		t.Errorf("%d reads failed under maxmemory; last: %s", readsOther, otherRead)
+	}
+	if err := s.svc.Ready(ctx); err != nil {
+		t.Logf("Ready under maxmemory with noeviction: %v", err)
+	}
+
+	// Restore the memory limit: writes are accepted again.
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	d := int64(1)
+	err = poll(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := s.svc.ApplyEvent(ctx, gateway.Event{EventID: "oom-after", Family: family, User: userName(0), Delta: &d,
+			Dims: map[string]string{"province": provinceOf(0)}})
+		return err == nil, err
+	})
+	if err != nil {
+		t.Errorf("writes after restoring maxmemory: %v", err)
+	}
+
+	// An evicting policy on one master: not ready.
+	lru := masters[0]
+	if err := c.node(lru).ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	readyErr := s.svc.Ready(ctx)
+	rz, _, rzBody := do("GET", "/readyz", "")
+	if readyErr == nil || rz != http.StatusServiceUnavailable {
+		t.Errorf("allkeys-lru on %d: Ready() = %v, /readyz %d %v; want not ready", lru, readyErr, rz, rzBody)
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	readyAfter := s.svc.Ready(ctx)
+	rz2, _, _ := do("GET", "/readyz", "")
+	if readyAfter != nil || rz2 != http.StatusOK {
+		t.Errorf("after restoring noeviction: Ready() = %v, /readyz %d", readyAfter, rz2)
+	}
+	na := outage{d: 0}
+	t.Log(resultLine("7 maxmemory under noeviction; allkeys-lru readiness", s.mode(), na, na,
+		fmt.Sprintf("writes %d/%d answered 503 unavailable (message %q); reads %d/%d OK; allkeys-lru on %d: Ready=%v, /readyz %d; restored: /readyz %d",
+			writes503, writes503+writesOther, message, reads200, reads200+readsOther, lru, readyErr, rz, rz2)))
+}
