@@ -33,6 +33,7 @@ import (
 const (
 	SourceEvents     = "events"
 	SourceProjection = "projection"
+	SourceDerived    = "derived"
 
 	AggregateSum = "sum"
 	AggregateMax = "max"
@@ -95,16 +96,27 @@ type Config struct {
 
 // Redis holds the connection settings.
 type Redis struct {
-	Addrs        []string // cluster seeds, or one standalone node
-	Prefix       string   // key prefix, [a-z0-9_]{1,16}
-	Username     string   // ACL user, empty: default
-	PasswordEnv  string   // name of the env var holding the password; empty: none
-	TLS          bool
-	DialTimeout  time.Duration
-	ReadTimeout  time.Duration
-	WriteTimeout time.Duration
-	ReplicaReads bool // allow consistency=replica
-	WaitReplicas int  // WAIT n after writes; 0: off
+	Addrs       []string // cluster seeds, or one standalone node
+	Prefix      string   // key prefix, [a-z0-9_]{1,16}
+	Username    string   // ACL user, empty: default
+	PasswordEnv string   // name of the env var holding the password; empty: none
+	TLS         bool
+	// TLS settings, only with TLS (see TLSConfig). TLSCAFile is a PEM bundle
+	// of the CAs that sign the nodes' certificates (empty: the system roots);
+	// TLSCertFile and TLSKeyFile, set together, are the client certificate
+	// for mutual TLS; TLSServerName is the name the nodes' certificates are
+	// checked against (empty: each node's host from its address);
+	// TLSInsecureSkipVerify turns certificate checks off (tests only).
+	TLSCAFile             string
+	TLSCertFile           string
+	TLSKeyFile            string
+	TLSServerName         string
+	TLSInsecureSkipVerify bool
+	DialTimeout           time.Duration
+	ReadTimeout           time.Duration
+	WriteTimeout          time.Duration
+	ReplicaReads          bool // allow consistency=replica
+	WaitReplicas          int  // WAIT n after writes; 0: off
 	// ClusterReloadInterval is how often the cluster slot map is reloaded
 	// (go-redis ClusterStateReloadInterval; its 60 s default is far too slow
 	// after a failover, DESIGN §8). 100ms..2s.
@@ -159,19 +171,26 @@ type Server struct {
 
 // Family is one kind of board with one rule set.
 type Family struct {
-	Name      string
-	Source    string // events | projection
-	Aggregate string // sum | max | min for events families; empty for projection families
-	Order     string // desc | asc
-	Period    string // day | week | month | all
-	Location  *time.Location
-	WeekStart time.Weekday
-	Grace     time.Duration // late-event window after the period ends
-	Retention time.Duration // key TTL after archive
-	CacheTTL  time.Duration // 0: no cache
-	Tie       string        // member | first
-	Rank      string        // ordinal | competition
-	MaxPoints int64         // |points| bound
+	Name   string
+	Source string // events | projection | derived
+	// KeyGroup is the name the family's hash tags carry (default: the
+	// family's own). Families combined in-slot — a derived family and its
+	// inputs — share one.
+	KeyGroup string
+	// DerivedFrom defines a derived family (source: derived): its boards are
+	// computed shard by shard from its inputs' boards with ZUNIONSTORE.
+	DerivedFrom *Derivation
+	Aggregate   string // sum | max | min for events families; empty for projection families
+	Order       string // desc | asc
+	Period      string // day | week | month | all
+	Location    *time.Location
+	WeekStart   time.Weekday
+	Grace       time.Duration // late-event window after the period ends
+	Retention   time.Duration // key TTL after archive
+	CacheTTL    time.Duration // 0: no cache
+	Tie         string        // member | first
+	Rank        string        // ordinal | competition
+	MaxPoints   int64         // |points| bound
 	// SeqCapacity is B, the achievements per period under tie "first";
 	// 0 under tie "member".
 	SeqCapacity  int64
@@ -398,6 +417,22 @@ func (f *Family) Competition() bool { return f.Rank == RankCompetition }
 
 // Projection reports whether the family takes projections instead of events.
 func (f *Family) Projection() bool { return f.Source == SourceProjection }
+
+// Derived reports whether the family's boards are computed from others.
+func (f *Family) Derived() bool { return f.Source == SourceDerived }
+
+// Derivation is final = Σ weight × input (or the min/max of the weighted
+// inputs), per member, per board shard.
+type Derivation struct {
+	Inputs    []DerivedInput
+	Aggregate string // sum (default) | min | max
+}
+
+// DerivedInput is one input family and its integer weight.
+type DerivedInput struct {
+	Family string
+	Weight int64
+}
 
 // Shards returns the shard count of a dimension type ("national", "province",
 // ...) and whether the family declares it.

@@ -51,7 +51,7 @@ func TestLoadExample(t *testing.T) {
 		{
 			name: "learning",
 			want: Family{
-				Name: "learning", Source: SourceEvents, Aggregate: AggregateSum, Order: OrderDesc,
+				Name: "learning", KeyGroup: "learning", Source: SourceEvents, Aggregate: AggregateSum, Order: OrderDesc,
 				Period: PeriodWeek, Location: shanghai, WeekStart: time.Monday,
 				Grace: 5 * time.Minute, Retention: 1080 * time.Hour, CacheTTL: time.Second,
 				Tie: TieFirst, Rank: RankCompetition, MaxPoints: 8388607, SeqCapacity: 1 << 30,
@@ -65,7 +65,7 @@ func TestLoadExample(t *testing.T) {
 		{
 			name: "game",
 			want: Family{
-				Name: "game", Source: SourceEvents, Aggregate: AggregateMax, Order: OrderDesc,
+				Name: "game", KeyGroup: "game", Source: SourceEvents, Aggregate: AggregateMax, Order: OrderDesc,
 				Period: PeriodAll, Location: time.UTC, WeekStart: time.Monday,
 				Grace: 5 * time.Minute, Retention: 1080 * time.Hour, CacheTTL: 2 * time.Second,
 				Tie: TieMember, Rank: RankOrdinal, MaxPoints: 1<<53 - 1,
@@ -76,7 +76,7 @@ func TestLoadExample(t *testing.T) {
 		{
 			name: "course",
 			want: Family{
-				Name: "course", Source: SourceProjection, Order: OrderDesc,
+				Name: "course", KeyGroup: "course", Source: SourceProjection, Order: OrderDesc,
 				Period: PeriodWeek, Location: time.UTC, WeekStart: time.Monday,
 				Grace: 5 * time.Minute, Retention: 1080 * time.Hour, CacheTTL: time.Second,
 				Tie: TieMember, Rank: RankCompetition, MaxPoints: 1<<53 - 1,
@@ -165,6 +165,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	f := c.Families["f"]
 	wantF := defaultFamily("f")
+	wantF.KeyGroup = "f"
 	wantF.Aggregate = AggregateSum
 	wantF.MaxPoints = MaxPointsLimit
 	wantF.Dimensions = map[string]Dimension{"national": {Shards: 1}}

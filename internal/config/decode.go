@@ -63,18 +63,23 @@ func (d *decoder) config(root *yaml.Node) *Config {
 		"listen": d.str(&c.Listen),
 		"redis": func(n *yaml.Node, key string) {
 			d.fields(n, key, map[string]field{
-				"addrs":                   d.strs(&r.Addrs),
-				"prefix":                  d.str(&r.Prefix),
-				"username":                d.str(&r.Username),
-				"password_env":            d.str(&r.PasswordEnv),
-				"tls":                     d.bool(&r.TLS),
-				"dial_timeout":            d.duration(&r.DialTimeout),
-				"read_timeout":            d.duration(&r.ReadTimeout),
-				"write_timeout":           d.duration(&r.WriteTimeout),
-				"replica_reads":           d.bool(&r.ReplicaReads),
-				"wait_replicas":           intField(d, &r.WaitReplicas),
-				"cluster_reload_interval": d.duration(&r.ClusterReloadInterval),
-				"pool_size":               intField(d, &r.PoolSize),
+				"addrs":                    d.strs(&r.Addrs),
+				"prefix":                   d.str(&r.Prefix),
+				"username":                 d.str(&r.Username),
+				"password_env":             d.str(&r.PasswordEnv),
+				"tls":                      d.bool(&r.TLS),
+				"tls_ca_file":              d.str(&r.TLSCAFile),
+				"tls_cert_file":            d.str(&r.TLSCertFile),
+				"tls_key_file":             d.str(&r.TLSKeyFile),
+				"tls_server_name":          d.str(&r.TLSServerName),
+				"tls_insecure_skip_verify": d.bool(&r.TLSInsecureSkipVerify),
+				"dial_timeout":             d.duration(&r.DialTimeout),
+				"read_timeout":             d.duration(&r.ReadTimeout),
+				"write_timeout":            d.duration(&r.WriteTimeout),
+				"replica_reads":            d.bool(&r.ReplicaReads),
+				"wait_replicas":            intField(d, &r.WaitReplicas),
+				"cluster_reload_interval":  d.duration(&r.ClusterReloadInterval),
+				"pool_size":                intField(d, &r.PoolSize),
 			})
 		},
 		"ledger": func(n *yaml.Node, key string) {
@@ -160,8 +165,13 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 		"seq_capacity":  intField(d, &f.SeqCapacity),
 		"rules_version": d.str(&f.RulesVersion),
 		"dimensions":    d.dimensions(&f.Dimensions),
+		"key_group":     d.str(&f.KeyGroup),
+		"derived_from":  d.derivation(&f.DerivedFrom),
 	})
 	// Defaults that depend on other keys.
+	if f.KeyGroup == "" {
+		f.KeyGroup = name
+	}
 	if !set["aggregate"] && f.Source == SourceEvents {
 		f.Aggregate = AggregateSum
 	}
@@ -207,6 +217,30 @@ func (d *decoder) weekday(dst *time.Weekday) field {
 			return
 		}
 		*dst = wd
+	}
+}
+
+func (d *decoder) derivation(dst **Derivation) field {
+	return func(n *yaml.Node, key string) {
+		dv := &Derivation{Aggregate: AggregateSum}
+		d.fields(n, key, map[string]field{
+			"aggregate": d.str(&dv.Aggregate),
+			"inputs": func(n *yaml.Node, key string) {
+				items, ok := d.seq(n, key)
+				if !ok {
+					return
+				}
+				for i, it := range items {
+					in := DerivedInput{Weight: 1}
+					d.fields(it, fmt.Sprintf("%s[%d]", key, i), map[string]field{
+						"family": d.str(&in.Family),
+						"weight": intField(d, &in.Weight),
+					})
+					dv.Inputs = append(dv.Inputs, in)
+				}
+			},
+		})
+		*dst = dv
 	}
 }
 

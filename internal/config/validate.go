@@ -89,7 +89,86 @@ func (c *Config) Validate() error {
 	for _, name := range c.FamilyNames {
 		validateFamily(v, name, c.Families[name])
 	}
+	for _, name := range c.FamilyNames {
+		if f := c.Families[name]; f != nil && f.Derived() && f.DerivedFrom != nil {
+			c.validateDerivation(v, name, f)
+		}
+	}
 	return errors.Join(v.errs...)
+}
+
+// maxDerivedWeight bounds one input's weight of a derived family.
+const maxDerivedWeight = 1000
+
+// validateDerivation checks that a derived family can be computed shard by
+// shard in-slot: its inputs exist, are not derived themselves, share its key
+// group (one hash tag), its periods, order and tie policy, and every
+// dimension it declares with the same shard count; and that no weighted
+// total can leave its max_points.
+func (c *Config) validateDerivation(v *validator, name string, f *Family) {
+	p := "families." + name + ".derived_from"
+	dv := f.DerivedFrom
+	v.oneOf(p+".aggregate", dv.Aggregate, AggregateSum, AggregateMin, AggregateMax)
+	if len(dv.Inputs) == 0 {
+		v.errorf(p+".inputs", "at least one input family is required")
+	}
+	if f.Tie != TieMember {
+		v.errorf("families."+name+".tie", "a derived family needs tie: member (weighted sums of tie-first scores mean nothing)")
+	}
+	var bound float64
+	seen := map[string]bool{}
+	for i, in := range dv.Inputs {
+		ip := fmt.Sprintf("%s.inputs[%d]", p, i)
+		src, ok := c.Families[in.Family]
+		switch {
+		case !ok || src == nil:
+			v.errorf(ip+".family", "unknown family %q", in.Family)
+			continue
+		case in.Family == name:
+			v.errorf(ip+".family", "a family cannot derive from itself")
+			continue
+		case src.Derived():
+			v.errorf(ip+".family", "%s is derived itself; derive from event or projection families", in.Family)
+			continue
+		case seen[in.Family]:
+			v.errorf(ip+".family", "%s is listed twice", in.Family)
+		}
+		seen[in.Family] = true
+		if in.Weight == 0 || in.Weight > maxDerivedWeight || in.Weight < -maxDerivedWeight {
+			v.errorf(ip+".weight", "%d must be a non-zero integer within ±%d", in.Weight, maxDerivedWeight)
+		}
+		if src.KeyGroup != f.KeyGroup {
+			v.errorf(ip+".family", "%s has key_group %q, %s has %q: inputs must share the derived family's key_group so that each shard is combined in one slot",
+				in.Family, src.KeyGroup, name, f.KeyGroup)
+		}
+		if src.Period != f.Period || src.Location.String() != f.Location.String() || src.WeekStart != f.WeekStart {
+			v.errorf(ip+".family", "%s has other periods (period, timezone, week_start) than %s", in.Family, name)
+		}
+		if src.Order != f.Order {
+			v.errorf(ip+".family", "%s has order %s, %s has %s", in.Family, src.Order, name, f.Order)
+		}
+		if src.Tie != TieMember {
+			v.errorf(ip+".family", "%s has tie: first; derived families combine tie: member inputs only", in.Family)
+		}
+		for t, d := range f.Dimensions {
+			sd, ok := src.Dimensions[t]
+			if !ok {
+				v.errorf(ip+".family", "%s has no dimension %q that %s declares", in.Family, t, name)
+			} else if sd.Shards != d.Shards {
+				v.errorf(fmt.Sprintf("families.%s.dimensions.%s.shards", name, t), "%d, but input %s has %d: all inputs must share the shard count",
+					d.Shards, in.Family, sd.Shards)
+			}
+		}
+		w := float64(in.Weight)
+		if w < 0 {
+			w = -w
+		}
+		bound += w * float64(src.MaxPoints)
+	}
+	if bound > float64(f.MaxPoints) {
+		v.errorf("families."+name+".max_points", "%d is below what the weighted inputs can reach (%.0f): raise it (up to 2^53−1) or lower the weights or the inputs' max_points",
+			f.MaxPoints, bound)
+	}
 }
 
 func (c *Config) validateRedis(v *validator) {
@@ -129,6 +208,7 @@ func (c *Config) validateRedis(v *validator) {
 			d, minClusterReload, maxClusterReload)
 	}
 	v.intRange("redis.pool_size", r.PoolSize, 0, maxPoolSize)
+	r.buildTLS(v)
 }
 
 func (c *Config) validateAuth(v *validator) {
@@ -212,14 +292,29 @@ func validateFamily(v *validator, name string, f *Family) {
 		v.errorf(p, "is empty")
 		return
 	}
+	if f.KeyGroup == "" {
+		f.KeyGroup = name
+	}
 	if f.Name == "" {
 		f.Name = name
 	} else if f.Name != name {
 		v.errorf(p, "Name %q does not match its key", f.Name)
 	}
 
-	v.oneOf(p+".source", f.Source, SourceEvents, SourceProjection)
-	if f.Source == SourceProjection {
+	v.oneOf(p+".source", f.Source, SourceEvents, SourceProjection, SourceDerived)
+	if f.KeyGroup != "" && !familyNameRe.MatchString(f.KeyGroup) {
+		v.errorf(p+".key_group", "invalid key group %q: must match [a-z0-9_-]{1,32}", f.KeyGroup)
+	}
+	if f.Source == SourceDerived {
+		if f.Aggregate != "" {
+			v.errorf(p+".aggregate", "a derived family combines its inputs with derived_from.aggregate")
+		}
+		if f.DerivedFrom == nil {
+			v.errorf(p+".derived_from", "is required with source: derived")
+		}
+	} else if f.DerivedFrom != nil {
+		v.errorf(p+".derived_from", "only used with source: derived")
+	} else if f.Source == SourceProjection {
 		if f.Aggregate != "" {
 			v.errorf(p+".aggregate", "only used with source: events (a projection sets the absolute total)")
 		}

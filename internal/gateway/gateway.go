@@ -42,6 +42,7 @@ type Backend interface {
 	HasReplica() bool
 	SetStates(ctx context.Context, metas []string, state string) error
 	Expire(ctx context.Context, keys []string, ttl time.Duration) error
+	Derive(ctx context.Context, dst string, inputs []string, weights []int64, aggregate string) (int64, error)
 	Rebuild(ctx context.Context, k shard.Keys, entries []store.RebuildEntry) (int64, error)
 	ShardMembers(ctx context.Context, key string, cursor uint64, count int64) ([]string, []int64, uint64, error)
 	LateEvents(ctx context.Context, pk shard.PeriodKeys, count int64) ([]redis.XMessage, error)
@@ -222,7 +223,7 @@ func (s *Service) resolve(ctx context.Context, ref BoardRef) (*board, error) {
 	if _, ok := f.cfg.Dimensions[t]; !ok {
 		return nil, rank.Errorf(rank.CodeUnknownBoard, "family %s has no dimension %q", f.cfg.Name, t)
 	}
-	b := &board{fam: f, b: shard.Board{Family: f.cfg.Name, Period: p.ID, DimType: t, DimValue: v}, period: p}
+	b := &board{fam: f, b: f.board(p.ID, t, v), period: p}
 	shards, err := s.shardCounts(ctx, f, p.ID)
 	if err != nil {
 		return nil, err
@@ -291,6 +292,15 @@ func (s *Service) ensurePeriod(ctx context.Context, f *family, periodID string) 
 		return nil, rank.Unavailable(err, "recording period %s", key)
 	}
 	return s.mergeShards(key, f, st), nil
+}
+
+// board names one of the family's boards (with its key group).
+func (f *family) board(periodID, dimType, dimValue string) shard.Board {
+	b := shard.Board{Family: f.cfg.Name, Period: periodID, DimType: dimType, DimValue: dimValue}
+	if f.cfg.KeyGroup != f.cfg.Name {
+		b.Group = f.cfg.KeyGroup
+	}
+	return b
 }
 
 // closedAt reports whether writes to p are refused at now by time: past its

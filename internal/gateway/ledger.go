@@ -219,7 +219,7 @@ func (s *Service) projections(ctx context.Context, f *family, periodID, member s
 	for _, bt := range totals {
 		t, v, _ := shard.ParseDimension(bt.Board)
 		n := max(shards[t], 1)
-		b := shard.Board{Family: f.cfg.Name, Period: periodID, DimType: t, DimValue: v}
+		b := f.board(periodID, t, v)
 		seq := max(bt.Seq, 0)
 		ws = append(ws, store.Write{Kind: store.KindProject, Keys: s.layout.Keys(b, shard.Of(member, n), n), Member: member,
 			Version: bt.Version, Value: f.enc.Stored(bt.Points), B: f.enc.B, Seq: seq, SetSeq: true, Absent: !bt.Present,

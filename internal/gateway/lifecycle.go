@@ -118,7 +118,7 @@ func (s *Service) boardShardMetas(ctx context.Context, f *family, periodID strin
 			continue
 		}
 		n := shards[t]
-		b := shard.Board{Family: f.cfg.Name, Period: periodID, DimType: t, DimValue: v}
+		b := f.board(periodID, t, v)
 		for i := 0; i < n; i++ {
 			metas = append(metas, s.layout.Keys(b, i, n).Meta)
 		}
@@ -138,6 +138,16 @@ func (s *Service) Freeze(ctx context.Context, familyName, periodID string) (Peri
 	p, err := s.periodOf(f, periodID)
 	if err != nil {
 		return PeriodDetail{}, err
+	}
+	if f.cfg.Derived() {
+		// A derived period freezes with its boards computed one last time.
+		if st, err := s.periodState(ctx, f, p.ID); err != nil {
+			return PeriodDetail{}, err
+		} else if st == "" || st == "open" {
+			if _, err := s.derive(ctx, f, p.ID); err != nil {
+				return PeriodDetail{}, err
+			}
+		}
 	}
 	if s.ledger != nil {
 		if _, err := s.ledger.Freeze(ctx, f.cfg.Name, p.ID); err != nil {

@@ -173,7 +173,7 @@ func (s *Service) Archive(ctx context.Context, familyName, periodID string) (Per
 			continue
 		}
 		n := shards[t]
-		b := shard.Board{Family: f.cfg.Name, Period: p.ID, DimType: t, DimValue: v}
+		b := f.board(p.ID, t, v)
 		for i := 0; i < n; i++ {
 			k := s.layout.Keys(b, i, n)
 			keys = append(keys, k.Z, k.M, k.Ev, k.Meta)

@@ -194,6 +194,9 @@ func (s *Service) planEvent(ev Event, now timeT) plan {
 	if f.cfg.Projection() {
 		return fail(rank.Errorf(rank.CodeWrongSource, "family %s takes projections (PUT …/members/{member}), not events", f.cfg.Name))
 	}
+	if f.cfg.Derived() {
+		return fail(rank.Errorf(rank.CodeWrongSource, "family %s is derived from other families; send events to its inputs", f.cfg.Name))
+	}
 	if !rank.ValidMember(ev.User) {
 		return fail(rank.Invalid("user", "user must match [A-Za-z0-9_.@-]{1,64}"))
 	}
@@ -258,7 +261,7 @@ func (s *Service) planEvent(ev Event, now timeT) plan {
 
 // boardsOf validates dims and returns national plus one board per dimension.
 func (s *Service) boardsOf(f *family, periodID string, dims map[string]string) ([]shard.Board, error) {
-	boards := []shard.Board{{Family: f.cfg.Name, Period: periodID, DimType: shard.National}}
+	boards := []shard.Board{f.board(periodID, shard.National, "")}
 	types := make([]string, 0, len(dims))
 	for t := range dims {
 		types = append(types, t)
@@ -275,7 +278,7 @@ func (s *Service) boardsOf(f *family, periodID string, dims map[string]string) (
 		if !rank.ValidDimValue(v) {
 			return nil, rank.Invalid("dims."+t, "dimension value must match [A-Za-z0-9_.-]{1,64}")
 		}
-		boards = append(boards, shard.Board{Family: f.cfg.Name, Period: periodID, DimType: t, DimValue: v})
+		boards = append(boards, f.board(periodID, t, v))
 	}
 	return boards, nil
 }

@@ -478,3 +478,11 @@ func (s *server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, res)
 }
+
+func (s *server) derive(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.svc.Derive(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}

@@ -47,6 +47,7 @@ type Service interface {
 	Rebuild(ctx context.Context, b gateway.BoardRef) (gateway.RebuildReport, error)
 	Reconcile(ctx context.Context, b gateway.BoardRef) (gateway.ReconcileReport, error)
 	DecideReview(ctx context.Context, id, family, period, operator string, accept bool) (gateway.ReviewDecision, error)
+	Derive(ctx context.Context, family, period string) (gateway.DeriveReport, error)
 }
 
 // Options are the dependencies of the handler. Every field may be nil.
@@ -157,6 +158,7 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("POST /v1/periods/{family}/{period}/settle", s.settle)
 	api("GET /v1/periods/{family}/{period}/settlement", s.settlement)
 	api("POST /v1/periods/{family}/{period}/archive", s.archive)
+	api("POST /v1/periods/{family}/{period}/derive", s.derive)
 	api("POST /v1/corrections", s.correct)
 	api("POST "+board+"/rebuild", s.rebuild)
 	api("GET "+board+"/reconcile", s.reconcile)

@@ -221,6 +221,10 @@ func (f *fakeService) DecideReview(ctx context.Context, id, family, period, oper
 	return gateway.ReviewDecision{}, f.unexpected("DecideReview")
 }
 
+func (f *fakeService) Derive(ctx context.Context, family, period string) (gateway.DeriveReport, error) {
+	return gateway.DeriveReport{}, f.unexpected("Derive")
+}
+
 // Fixtures.
 
 var (

@@ -17,6 +17,17 @@ type Board struct {
 	Period   string
 	DimType  string // "national" or a declared dimension type
 	DimValue string // empty for national
+	// Group is the key group whose name the hash tag carries instead of the
+	// family's: families that are combined in-slot (a derived family and its
+	// inputs) share one. Empty: the family's own name.
+	Group string
+}
+
+func (b Board) group() string {
+	if b.Group == "" {
+		return b.Family
+	}
+	return b.Group
 }
 
 // Dimension returns "national" or "type:value".
@@ -86,13 +97,13 @@ func ShardWidth(n int) int {
 // Tag returns the hash tag (without braces) of shard i of n of a board.
 func (l Layout) Tag(b Board, i, n int) string {
 	var sb strings.Builder
-	sb.Grow(len(b.Family) + len(b.DimType) + len(b.DimValue) + 8)
+	sb.Grow(len(b.group()) + len(b.DimType) + len(b.DimValue) + 8)
 	writeTag(&sb, b, i, n)
 	return sb.String()
 }
 
 func writeTag(sb *strings.Builder, b Board, i, n int) {
-	sb.WriteString(b.Family)
+	sb.WriteString(b.group())
 	sb.WriteByte(':')
 	sb.WriteString(b.DimType)
 	if b.DimValue != "" {
@@ -111,7 +122,7 @@ func writeTag(sb *strings.Builder, b Board, i, n int) {
 // ZKey returns only the sorted-set key of shard i of n: the read hot path.
 func (l Layout) ZKey(b Board, i, n int) string {
 	var sb strings.Builder
-	sb.Grow(len(l.Prefix) + len(b.Family) + len(b.DimType) + len(b.DimValue) + len(b.Period) + 16)
+	sb.Grow(len(l.Prefix) + 2*len(b.Family) + len(b.DimType) + len(b.DimValue) + len(b.Period) + 16)
 	l.writeBase(&sb, b, i, n)
 	sb.WriteByte('z')
 	return sb.String()
@@ -124,6 +135,12 @@ func (l Layout) writeBase(sb *strings.Builder, b Board, i, n int) {
 	sb.WriteString("}:")
 	sb.WriteString(b.Period)
 	sb.WriteByte(':')
+	if b.Group != "" && b.Group != b.Family {
+		// A family keyed under another's group names itself after the period:
+		// rk:{season:national:07}:2026-W34:bonus:z.
+		sb.WriteString(b.Family)
+		sb.WriteByte(':')
+	}
 }
 
 // Keys returns every key of shard i of n of a board.

@@ -16,12 +16,16 @@ func TestKeys(t *testing.T) {
 		z     string
 		tag   string
 	}{
-		{"national shard 7 of 16", Board{"learning", "2026-W34", National, ""}, 7, 16,
+		{"national shard 7 of 16", Board{"learning", "2026-W34", National, "", ""}, 7, 16,
 			"rk:{learning:national:07}:2026-W34:z", "learning:national:07"},
-		{"province single shard", Board{"learning", "2026-W34", "province", "zhejiang"}, 0, 1,
+		{"province single shard", Board{"learning", "2026-W34", "province", "zhejiang", ""}, 0, 1,
 			"rk:{learning:province:zhejiang:00}:2026-W34:z", "learning:province:zhejiang:00"},
-		{"wide board pads to width", Board{"game", "all", National, ""}, 5, 1024,
+		{"wide board pads to width", Board{"game", "all", National, "", ""}, 5, 1024,
 			"rk:{game:national:0005}:all:z", "game:national:0005"},
+		{"a family keyed under a group", Board{"bonus", "2026-W34", National, "", "season"}, 7, 16,
+			"rk:{season:national:07}:2026-W34:bonus:z", "season:national:07"},
+		{"the group's own family", Board{"season", "2026-W34", National, "", "season"}, 7, 16,
+			"rk:{season:national:07}:2026-W34:z", "season:national:07"},
 	}
 	for _, c := range cases {
 		t.Run(c.title, func(t *testing.T) {
@@ -141,7 +145,7 @@ func TestParseDimension(t *testing.T) {
 
 func BenchmarkMemberToKey(b *testing.B) {
 	l := Layout{Prefix: "rk"}
-	bd := Board{"learning", "2026-W34", National, ""}
+	bd := Board{"learning", "2026-W34", National, "", ""}
 	b.ReportAllocs()
 	for b.Loop() {
 		i := Of("u1234567", 16)
@@ -158,7 +162,7 @@ func BenchmarkOf(b *testing.B) {
 
 func BenchmarkKeys(b *testing.B) {
 	l := Layout{Prefix: "rk"}
-	bd := Board{"learning", "2026-W34", "province", "zhejiang"}
+	bd := Board{"learning", "2026-W34", "province", "zhejiang", ""}
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = l.Keys(bd, 3, 16)

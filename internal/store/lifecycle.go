@@ -109,3 +109,18 @@ func (s *Store) ShardMembers(ctx context.Context, key string, cursor uint64, cou
 	}
 	return members, scores, next, nil
 }
+
+// Derive computes one derived board shard in its slot: dst = ZUNIONSTORE of
+// the input shards' sorted sets with integer weights and an aggregate (sum,
+// min or max). Every key shares one hash tag (a key group), so it is one
+// atomic command on one node. It returns the members of dst.
+func (s *Store) Derive(ctx context.Context, dst string, inputs []string, weights []int64, aggregate string) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	w := make([]float64, len(weights))
+	for i, x := range weights {
+		w[i] = float64(x)
+	}
+	n, err := s.rw.ZUnionStore(ctx, dst, &redis.ZStore{Keys: inputs, Weights: w, Aggregate: aggregate}).Result()
+	return n, s.fail("derive", err)
+}

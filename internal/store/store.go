@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan"} {
+		"rebuild", "zscan", "derive"} {
 		m.errors.WithLabelValues(op)
 	}
 	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap"} {
