@@ -44,6 +44,13 @@ test: vet test-cluster-up ## go vet, then all tests against the test cluster
 test-race: vet test-cluster-up ## go vet, then ./internal/... tests with -race
 	RANKGATE_TEST_REDIS_CLUSTER=$(TEST_CLUSTER_ADDRS) $(GO) test -race -count=1 ./internal/...
 
+# Fault injection (internal/faults, build tag faults): kills, pauses, restarts
+# and reconfigures nodes of clusters of its own on base ports 7500-7589, which
+# it starts and stops; never the dev or test cluster. Results: docs/reliability.md.
+.PHONY: test-faults
+test-faults: ## fault-injection suite against its own local clusters (ports 7500-7589), a few minutes
+	$(GO) test -tags faults -count=1 -v -timeout 15m ./internal/faults/
+
 # Fuzz targets, package:FuzzName; each runs for FUZZTIME, one after another
 # (go test -fuzz takes one target of one package at a time). Failing inputs
 # land in the package's testdata/fuzz/FuzzName/; commit them with the fix.

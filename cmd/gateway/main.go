@@ -45,6 +45,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args, getenv, stderr)
 	case "layout":
 		return layoutCmd(ctx, args, getenv, stdout, stderr)
+	case "plan":
+		return planCmd(ctx, args, getenv, stdout, stderr)
 	default:
 		return fmt.Errorf("unknown command %q (want serve or layout)", cmd)
 	}
@@ -122,9 +124,13 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 // redisClient builds a client from config: the masters' client, or with
 // readOnly a replica-reading one (ReadOnly + RouteByLatency).
 func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logger, readOnly bool) (redis.UniversalClient, error) {
+	tlsCfg, err := tlsConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	return store.NewClient(store.ClientOptions{
 		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(getenv),
-		TLS: tlsConfig(cfg), DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout,
+		TLS: tlsCfg, DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout,
 		WriteTimeout: cfg.Redis.WriteTimeout, PoolSize: cfg.Redis.PoolSize,
 		ReloadInterval: cfg.Redis.ClusterReloadInterval, Cluster: len(cfg.Redis.Addrs) > 1, Logger: log,
 		ReadOnly: readOnly,

@@ -48,6 +48,14 @@ local before = -1
 if P ~= nil then before = curSeq end
 redis.call('HSET', ev, id, fmt(newP - (P or 0)) .. '|' .. fmt(before) .. '|' .. fmt(seq))
 -- '#n:<member>' counts the member's live (applied, not reversed) changes on
--- this shard; a field starting with '#' is never an event id.
-redis.call('HINCRBY', ev, '#n:' .. member, 1)
+-- this shard when there are two or more; a present member without it has
+-- exactly one (most members of a big board pay nothing). A field starting
+-- with '#' is never an event id.
+if P ~= nil then
+  if redis.call('HEXISTS', ev, '#n:' .. member) == 1 then
+    redis.call('HINCRBY', ev, '#n:' .. member, 1)
+  else
+    redis.call('HSET', ev, '#n:' .. member, 2)
+  end
+end
 return {'ok', cur or '', score}

@@ -31,9 +31,13 @@ if newP > maxp or newP < -maxp then return {'range', cur or '', cur or ''} end
 -- the seq from before it. Otherwise the member reaches the new total now,
 -- with a new seq.
 local latest = (B == 0) or (curSeq == sa)
+-- Live changes: the counter when there are two or more, else one for a
+-- present member (see apply.lua).
 local live = tonumber(redis.call('HGET', ev, '#n:' .. member) or '')
-local gone
-if live then gone = (live <= 1) else gone = latest and sb == -1 end
+if not live then
+  if cur then live = 1 else live = 0 end
+end
+local gone = live <= 1
 local after = ''
 local newSeq = seq
 if gone and newP == 0 then
@@ -49,6 +53,10 @@ else
 end
 touch_meta(meta, ARGV[7], ARGV[8])
 redis.call('HSET', ev, oid, 'R|' .. rec)
-if live then redis.call('HINCRBY', ev, '#n:' .. member, -1) end
+if live - 1 <= 1 then
+  redis.call('HDEL', ev, '#n:' .. member)
+else
+  redis.call('HINCRBY', ev, '#n:' .. member, -1)
+end
 redis.call('HSET', ev, rid, fmt(-d) .. '|' .. fmt(curSeq or -1) .. '|' .. fmt(newSeq) .. '|r:' .. oid)
 return {'ok', cur or '', after}

@@ -1,0 +1,617 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/merge"
+	"github.com/rankgate/rankgate/internal/period"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// Baseline does, for every operation, the Redis work the gateway does —
+// the same Lua scripts through internal/store, the same keys from
+// internal/shard, the same fan-out and k-way merge (internal/merge) — in
+// process, with no HTTP, JSON, cache, validation or logging. It is the
+// yardstick of the gateway's overhead: a run prints gateway/baseline.
+//
+// What it leaves out on purpose: the read cache (every baseline read goes to
+// Redis, so a cached gateway read can beat it), request decoding and answer
+// encoding, metrics and per-event log lines.
+type Baseline struct {
+	w        *World
+	st       *store.Store
+	close    func()
+	fam      *config.Family
+	enc      rank.Encoding
+	mode     rank.RankMode
+	agg      string // sum | gt | lt in stored space
+	periodID string
+	pk       shard.PeriodKeys
+	shards   []int          // board → shard count
+	keys     [][]shard.Keys // board → shard → keys
+	zkeys    [][]string     // board → shard → sorted-set key
+	timeout  time.Duration  // per-shard call, as the gateway's fan-out
+	replica  bool           // consistency=replica reads replicas
+}
+
+// baselineShardTimeout is the gateway's default per-shard fan-out deadline.
+const baselineShardTimeout = time.Second
+
+// loadGatewayConfig reads the gateway config the way cmd/gateway does
+// (file, then RANKGATE_* env overrides, then validation).
+func loadGatewayConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ApplyEnv(os.Getenv)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// NewBaseline connects to the cluster named in cfg, preloads the scripts on
+// every node (as the gateway does at start), and records the period and its
+// boards the way the gateway's first write would.
+func NewBaseline(ctx context.Context, w *World, cfg *config.Config) (*Baseline, error) {
+	for _, a := range cfg.Redis.Addrs {
+		if err := checkLoopbackAddr(a); err != nil {
+			return nil, fmt.Errorf("redis.addrs: %w", err)
+		}
+	}
+	fam, ok := cfg.Families[w.sc.Family]
+	if !ok {
+		return nil, fmt.Errorf("family %q is not in %s", w.sc.Family, w.sc.Config)
+	}
+	if fam.Projection() {
+		return nil, fmt.Errorf("family %q takes projections; the load tool drives events families", fam.Name)
+	}
+	opts := store.ClientOptions{
+		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(os.Getenv),
+		DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout, WriteTimeout: cfg.Redis.WriteTimeout,
+		PoolSize: cfg.Redis.PoolSize, ReloadInterval: cfg.Redis.ClusterReloadInterval, Cluster: len(cfg.Redis.Addrs) > 1,
+	}
+	if cfg.Redis.TLS {
+		return nil, errors.New("the baseline does not speak TLS to Redis; run it against a local cluster")
+	}
+	rw, err := store.NewClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	closers := []func() error{rw.Close}
+	closeAll := func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = store.Preload(pctx, rw)
+	cancel()
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	// The replica-reading client, as the gateway builds it.
+	var ro redis.UniversalClient
+	if cfg.Redis.ReplicaReads && len(cfg.Redis.Addrs) > 1 {
+		roOpts := opts
+		roOpts.ReadOnly = true
+		if ro, err = store.NewClient(roOpts); err != nil {
+			closeAll()
+			return nil, err
+		}
+		closers = append(closers, ro.Close)
+	}
+	replica := ro != nil
+	st, err := store.New(rw, ro, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	b := &Baseline{w: w, st: st, close: closeAll, fam: fam, timeout: baselineShardTimeout, replica: replica}
+	b.enc = rank.Encoding{B: fam.SeqCapacity, Asc: !fam.Desc(), MaxPoints: fam.MaxPoints}
+	if !fam.TieFirst() {
+		b.enc.B = 0
+	}
+	if fam.Competition() {
+		b.mode = rank.Competition
+	}
+	switch {
+	case fam.Aggregate == config.AggregateMax && fam.Desc(), fam.Aggregate == config.AggregateMin && !fam.Desc():
+		b.agg = "gt"
+	case fam.Aggregate == config.AggregateMax, fam.Aggregate == config.AggregateMin:
+		b.agg = "lt"
+	default:
+		b.agg = "sum"
+	}
+	spec := period.Spec{Kind: period.Kind(fam.Period), Loc: fam.Location, WeekStart: fam.WeekStart}
+	now := time.Now()
+	p := spec.At(now)
+	if w.sc.Period != "current" {
+		if p, err = spec.Parse(w.sc.Period); err != nil {
+			closeAll()
+			return nil, err
+		}
+	}
+	b.periodID = p.ID
+	layout := shard.Layout{Prefix: cfg.Redis.Prefix}
+	b.pk = layout.Period(fam.Name, p.ID)
+	want := map[string]int{}
+	for t, d := range fam.Dimensions {
+		want[t] = d.Shards
+	}
+	ps, err := st.EnsurePeriod(ctx, b.pk, want, fam.RulesVersion, now.UnixMilli())
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	var dims []string
+	for bi, bd := range w.boards {
+		n, ok := ps.Shards[bd.Type]
+		if !ok {
+			if n, ok = want[bd.Type]; !ok {
+				closeAll()
+				return nil, fmt.Errorf("family %s has no dimension %q (use -provinces 0 / -classes 0)", fam.Name, bd.Type)
+			}
+		}
+		sb := shard.Board{Family: fam.Name, Period: p.ID, DimType: bd.Type, DimValue: bd.Value}
+		b.shards = append(b.shards, n)
+		b.keys = append(b.keys, make([]shard.Keys, n))
+		b.zkeys = append(b.zkeys, make([]string, n))
+		for i := range n {
+			b.keys[bi][i] = layout.Keys(sb, i, n)
+			b.zkeys[bi][i] = layout.ZKey(sb, i, n)
+		}
+		dims = append(dims, sb.Dimension())
+	}
+	if err := st.RegisterBoards(ctx, b.pk, dims); err != nil {
+		closeAll()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close closes the Redis clients.
+func (b *Baseline) Close() { b.close() }
+
+// Card returns the members of a board (Σ ZCARD over its shards).
+func (b *Baseline) Card(ctx context.Context, board int) (int64, error) {
+	var n int64
+	for _, k := range b.zkeys[board] {
+		c, err := b.st.Card(ctx, k, false)
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// Do runs one operation.
+func (b *Baseline) Do(ctx context.Context, op *Op) Outcome {
+	s := &b.w.sc.Ops[op.Spec]
+	replica := s.Consistency == "replica" && b.replica
+	var err error
+	var next any
+	switch op.Kind {
+	case OpEvent, OpBatch:
+		err = b.events(ctx, op)
+	case OpTop:
+		_, err = b.top(ctx, op.Board, s.Limit, replica)
+	case OpPage:
+		next, err = b.page(ctx, op, s.Limit, replica)
+	case OpMember:
+		_, err = b.member(ctx, op.Board, b.w.MemberName(op.Users[0]), replica)
+	case OpAround:
+		_, err = b.around(ctx, op.Board, b.w.MemberName(op.Users[0]), s.Radius, replica)
+	case OpLookup:
+		_, err = b.lookup(ctx, op, replica)
+	}
+	if err != nil {
+		return Outcome{Class: errClass(err)}
+	}
+	return Outcome{Next: next}
+}
+
+// errStatus is a script answer the gateway would refuse.
+type errStatus string
+
+func (e errStatus) Error() string { return string(e) }
+
+// errNotRanked is the baseline's 404 not_ranked.
+var errNotRanked = errors.New("404")
+
+func errClass(err error) string {
+	var st errStatus
+	switch {
+	case errors.As(err, &st):
+		return string(st)
+	case errors.Is(err, errNotRanked):
+		return "404"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "redis"
+}
+
+// events is the gateway's ApplyBatch minus validation: one INCRBY for the
+// achievement numbers (tie first), then every board write of every event in
+// one pipelined round trip.
+func (b *Baseline) events(ctx context.Context, op *Op) error {
+	n := len(op.Users)
+	var seq int64
+	if b.enc.TieFirst() {
+		first, err := b.st.TakeSeq(ctx, b.pk, int64(n))
+		if err != nil {
+			return err
+		}
+		if first+int64(n) > b.enc.B {
+			return errStatus("range")
+		}
+		seq = first
+	}
+	nowMs := time.Now().UnixMilli()
+	writes := make([]store.Write, 0, n*(1+len(b.w.dims)))
+	var boards []int
+	for j, u := range op.Users {
+		member := b.w.MemberName(u)
+		evID := eventID(op.Prefix, op.Event+uint64(j))
+		boards = b.w.MemberBoards(u, boards)
+		for _, bi := range boards {
+			ns := b.shards[bi]
+			w := store.Write{Kind: store.KindApply, Keys: b.keys[bi][shard.Of(member, ns)], Member: member, EventID: evID,
+				Mode: b.agg, Value: b.enc.Stored(op.Deltas[j]), B: b.enc.B, MaxPoints: b.enc.MaxPoints, NowMs: nowMs,
+				Rules: b.fam.RulesVersion}
+			if b.enc.TieFirst() {
+				w.Seq = seq + int64(j)
+			}
+			writes = append(writes, w)
+		}
+	}
+	for _, r := range b.st.Write(ctx, writes) {
+		if r.Err != nil {
+			return r.Err
+		}
+		switch r.Status {
+		case "closed", "range":
+			return errStatus(r.Status)
+		}
+	}
+	return nil
+}
+
+// fanout runs fn on every listed shard in parallel, each under its own
+// deadline; the first error cancels the rest (the gateway's default policy).
+func fanout[T any](ctx context.Context, timeout time.Duration, shards []int, fn func(ctx context.Context, i int) (T, error)) ([]T, error) {
+	res := make([]T, len(shards))
+	call := func(ctx context.Context, j int) error {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		v, err := fn(cctx, shards[j])
+		if err != nil {
+			return err
+		}
+		res[j] = v
+		return nil
+	}
+	if len(shards) == 1 {
+		return res, call(ctx, 0)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for j := range shards {
+		g.Go(func() error { return call(gctx, j) })
+	}
+	return res, g.Wait()
+}
+
+func allShards(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+var mergers = sync.Pool{New: func() any { return merge.NewMerger(rank.Before) }}
+
+func mergeInto(dst []rank.Item, lists [][]rank.Item, want int) []rank.Item {
+	m := mergers.Get().(*merge.Merger[rank.Item])
+	defer mergers.Put(m)
+	return m.Merge(dst, lists, want)
+}
+
+// firstDepth is the gateway's first-round depth per shard: want/n plus 2.5σ
+// of the binomial spread, plus one.
+func firstDepth(want, n int) int {
+	if n <= 1 || want <= 1 {
+		return want
+	}
+	p := 1 / float64(n)
+	mean := float64(want) * p
+	sd := math.Sqrt(float64(want) * p * (1 - p))
+	return min(want, int(math.Ceil(mean+2.5*sd))+1)
+}
+
+// seekAll is the gateway's sharded seek: a first round of firstDepth on every
+// shard, a k-way merge, a second round only on the shards whose last entry
+// still ranks ahead of the want-th, and a final merge.
+func (b *Baseline) seekAll(ctx context.Context, board int, a store.SeekArgs, want int, replica bool) ([]rank.Item, int64, int64, error) {
+	n := b.shards[board]
+	keys := b.zkeys[board]
+	first := a
+	first.Limit = firstDepth(want, n)
+	res, err := fanout(ctx, b.timeout, allShards(n), func(ctx context.Context, i int) (store.SeekResult, error) {
+		return b.st.Seek(ctx, keys[i], first, replica)
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	lists := make([][]rank.Item, n)
+	var start, more int64
+	for i, r := range res {
+		lists[i] = r.Items
+		start += r.Start
+		more += r.More
+	}
+	items := mergeInto(make([]rank.Item, 0, want), lists, want)
+	if first.Limit < want {
+		var again []int
+		for i, l := range lists {
+			if len(l) < first.Limit {
+				continue
+			}
+			if len(items) < want || rank.Before(l[len(l)-1], items[want-1]) {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			res2, err := fanout(ctx, b.timeout, again, func(ctx context.Context, i int) (store.SeekResult, error) {
+				last := lists[i][len(lists[i])-1]
+				a2 := store.SeekArgs{Mode: store.SeekAfter, Score: last.Score, Member: last.Member, Limit: want - len(lists[i]), StopMin: a.StopMin}
+				return b.st.Seek(ctx, keys[i], a2, replica)
+			})
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			for j, r := range res2 {
+				i := again[j]
+				lists[i] = append(lists[i][:len(lists[i]):len(lists[i])], r.Items...)
+			}
+			items = mergeInto(items[:0], lists, want)
+		}
+	}
+	return items, start, more, nil
+}
+
+func (b *Baseline) entries(items []rank.Item) []rank.Entry {
+	out := make([]rank.Entry, len(items))
+	for i, it := range items {
+		out[i] = rank.Entry{User: it.Member, Points: b.enc.PointsOf(it.Score)}
+	}
+	return out
+}
+
+func (b *Baseline) top(ctx context.Context, board, limit int, replica bool) ([]rank.Entry, error) {
+	items, _, _, err := b.seekAll(ctx, board, store.SeekArgs{Mode: store.SeekTop}, limit, replica)
+	if err != nil {
+		return nil, err
+	}
+	e := b.entries(items)
+	rank.FillRanks(e, 0, 0, b.mode)
+	return e, nil
+}
+
+// page is a keyset page: limit+1 entries after the cursor (a rank.Item), with
+// positions and ranks; it returns the next cursor.
+func (b *Baseline) page(ctx context.Context, op *Op, limit int, replica bool) (any, error) {
+	a := store.SeekArgs{Mode: store.SeekTop}
+	cur, hasCur := op.Cursor.(rank.Item)
+	if hasCur {
+		more := b.enc.MinScoreAbove(b.enc.PointsOf(cur.Score))
+		a = store.SeekArgs{Mode: store.SeekAfter, Score: cur.Score, Member: cur.Member, MoreMin: &more}
+	}
+	items, start, more, err := b.seekAll(ctx, op.Board, a, limit+1, replica)
+	if err != nil {
+		return nil, err
+	}
+	var next any
+	if len(items) > limit {
+		items = items[:limit]
+		next = items[limit-1]
+	}
+	e := b.entries(items)
+	moreFirst := start
+	if hasCur && len(e) > 0 && e[0].Points == b.enc.PointsOf(cur.Score) {
+		moreFirst = more
+	}
+	rank.FillRanks(e, start, moreFirst, b.mode)
+	return next, nil
+}
+
+// home reads a member's score on its own shard.
+func (b *Baseline) home(ctx context.Context, board int, user string, replica bool) (int64, error) {
+	i := shard.Of(user, b.shards[board])
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	sc, ok, err := b.st.Scores(cctx, b.zkeys[board][i], []string{user}, replica)
+	if err != nil {
+		return 0, err
+	}
+	if !ok[0] {
+		return 0, errNotRanked
+	}
+	return sc[0], nil
+}
+
+type standing struct {
+	card               int64
+	ahead, more, least []int64
+}
+
+func (b *Baseline) probeAll(ctx context.Context, board int, items []rank.Item, replica bool) (standing, error) {
+	probes := make([]store.Probe, len(items))
+	for i, it := range items {
+		p := b.enc.PointsOf(it.Score)
+		probes[i] = store.Probe{Score: it.Score, Member: it.Member, MoreMin: b.enc.MinScoreAbove(p), SameMin: b.enc.MinScoreOf(p)}
+	}
+	keys := b.zkeys[board]
+	res, err := fanout(ctx, b.timeout, allShards(b.shards[board]), func(ctx context.Context, i int) (store.Positions, error) {
+		return b.st.Positions(ctx, keys[i], probes, replica)
+	})
+	if err != nil {
+		return standing{}, err
+	}
+	st := standing{ahead: make([]int64, len(items)), more: make([]int64, len(items)), least: make([]int64, len(items))}
+	for _, r := range res {
+		st.card += r.Card
+		for j := range items {
+			st.ahead[j] += r.Ahead[j]
+			st.more[j] += r.More[j]
+			st.least[j] += r.AtLeast[j]
+		}
+	}
+	return st, nil
+}
+
+func (b *Baseline) rankOf(st standing, j int) int64 {
+	if b.mode == rank.Competition {
+		return st.more[j] + 1
+	}
+	return st.ahead[j] + 1
+}
+
+// member: score on the home shard, then position probes on every shard.
+func (b *Baseline) member(ctx context.Context, board int, user string, replica bool) (rank.Entry, error) {
+	score, err := b.home(ctx, board, user, replica)
+	if err != nil {
+		return rank.Entry{}, err
+	}
+	st, err := b.probeAll(ctx, board, []rank.Item{{Score: score, Member: user}}, replica)
+	if err != nil {
+		return rank.Entry{}, err
+	}
+	return rank.Entry{User: user, Points: b.enc.PointsOf(score), Position: st.ahead[0], Rank: b.rankOf(st, 0)}, nil
+}
+
+type seekPair struct{ up, down store.SeekResult }
+
+// around: the member's score, then a seek up and a seek down on every shard,
+// merged, plus a count of better members when the window starts above the
+// member's points (competition ranks).
+func (b *Baseline) around(ctx context.Context, board int, user string, radius int, replica bool) ([]rank.Entry, error) {
+	score, err := b.home(ctx, board, user, replica)
+	if err != nil {
+		return nil, err
+	}
+	self := rank.Item{Score: score, Member: user}
+	moreSelf := b.enc.MinScoreAbove(b.enc.PointsOf(score))
+	keys := b.zkeys[board]
+	res, err := fanout(ctx, b.timeout, allShards(b.shards[board]), func(ctx context.Context, i int) (seekPair, error) {
+		up, err := b.st.Seek(ctx, keys[i], store.SeekArgs{Mode: store.SeekBefore, Score: score, Member: user, Limit: radius, MoreMin: &moreSelf}, replica)
+		if err != nil {
+			return seekPair{}, err
+		}
+		down, err := b.st.Seek(ctx, keys[i], store.SeekArgs{Mode: store.SeekAfter, Score: score, Member: user, Limit: radius}, replica)
+		return seekPair{up, down}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	ups, downs := make([][]rank.Item, 0, len(res)), make([][]rank.Item, 0, len(res))
+	var p, more int64
+	for _, r := range res {
+		ups, downs = append(ups, r.up.Items), append(downs, r.down.Items)
+		p += r.up.Start + int64(len(r.up.Items))
+		more += r.up.More
+	}
+	up := merge.Last(nil, ups, radius, rank.Before)
+	down := merge.Merge(nil, downs, radius, rank.Before)
+	items := make([]rank.Item, 0, len(up)+1+len(down))
+	items = append(append(append(items, up...), self), down...)
+	e := b.entries(items)
+	moreFirst := more
+	if b.mode == rank.Competition && e[0].Points != e[len(up)].Points {
+		lo := b.enc.MinScoreAbove(b.enc.PointsOf(items[0].Score))
+		counts, err := fanout(ctx, b.timeout, allShards(b.shards[board]), func(ctx context.Context, i int) (int64, error) {
+			return b.st.Count(ctx, keys[i], lo, rank.MaxSafe, replica)
+		})
+		if err != nil {
+			return nil, err
+		}
+		moreFirst = 0
+		for _, c := range counts {
+			moreFirst += c
+		}
+	}
+	rank.FillRanks(e, p-int64(len(up)), moreFirst, b.mode)
+	return e, nil
+}
+
+type found struct {
+	scores []int64
+	ok     []bool
+}
+
+// lookup: ZMSCORE per shard for the members that hash there, then position
+// probes on every shard.
+func (b *Baseline) lookup(ctx context.Context, op *Op, replica bool) ([]rank.Entry, error) {
+	n := b.shards[op.Board]
+	keys := b.zkeys[op.Board]
+	seen := map[string]bool{}
+	byShard := make([][]string, n)
+	for _, u := range op.Users {
+		m := b.w.MemberName(u)
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		i := shard.Of(m, n)
+		byShard[i] = append(byShard[i], m)
+	}
+	res, err := fanout(ctx, b.timeout, allShards(n), func(ctx context.Context, i int) (found, error) {
+		if len(byShard[i]) == 0 {
+			return found{}, nil
+		}
+		sc, ok, err := b.st.Scores(ctx, keys[i], byShard[i], replica)
+		return found{sc, ok}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var items []rank.Item
+	for i, r := range res {
+		for j, u := range byShard[i] {
+			if r.ok[j] {
+				items = append(items, rank.Item{Score: r.scores[j], Member: u})
+			}
+		}
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	sort.Slice(items, func(x, y int) bool { return rank.Before(items[x], items[y]) })
+	st, err := b.probeAll(ctx, op.Board, items, replica)
+	if err != nil {
+		return nil, err
+	}
+	e := b.entries(items)
+	for j := range e {
+		e[j].Position = st.ahead[j]
+		e[j].Rank = b.rankOf(st, j)
+	}
+	return e, nil
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// dim is a dimension type the scenario spreads members over.
+type dim struct {
+	typ   string // "province", "class"
+	short string // prefix of its values: "p", "c"
+	n     int
+	table *ZipfTable // member → value, from a hash of the member
+	zipf  *ZipfTable // value of a read, hot boards first
+	first int        // board index of value 0
+}
+
+// Board is one board of the world: national (index 0) or one dimension value.
+type Board struct {
+	Type  string // "national" or the dimension type
+	Value string // "" for national
+	Dim   int    // index in World.dims; -1 for national
+}
+
+// Dimension returns "national" or "type:value", as in the API.
+func (b Board) Dimension() string {
+	if b.Value == "" {
+		return BoardNational
+	}
+	return b.Type + ":" + b.Value
+}
+
+// World is the data shape of a scenario: members, the boards each member is
+// on, and the members of each board. Member i is MemberPrefix+i; its boards
+// are national plus one value per dimension, drawn from a Zipf over the
+// values with a hash of i (not the seed), so every run with the same members,
+// provinces, classes and board_skew agrees with the prefill.
+type World struct {
+	sc         *Scenario
+	valueField string // "delta" (sum families) or "value" (max/min)
+	dims       []dim
+	member     [][]int32 // [dim][member] → value index
+	boards     []Board
+	onBoard    [][]int32 // [board] → members on it (nil for national: all)
+	boardZipf  []*Zipf   // [board] → hot members of that board
+	memberZipf *Zipf
+	anyBoard   *ZipfTable // over all boards
+}
+
+// NewWorld builds the world of a scenario.
+func NewWorld(sc *Scenario, valueField string) (*World, error) {
+	w := &World{sc: sc, valueField: valueField, boards: []Board{{Type: BoardNational, Dim: -1}}}
+	for _, d := range []struct {
+		typ, short string
+		n          int
+	}{{BoardProvince, "p", sc.Provinces}, {BoardClass, "c", sc.Classes}} {
+		if d.n == 0 {
+			continue
+		}
+		t, err := NewZipfTable(d.n, sc.BoardSkew)
+		if err != nil {
+			return nil, err
+		}
+		w.dims = append(w.dims, dim{typ: d.typ, short: d.short, n: d.n, table: t, zipf: t, first: len(w.boards)})
+		for v := range d.n {
+			w.boards = append(w.boards, Board{Type: d.typ, Value: d.short + strconv.Itoa(v), Dim: len(w.dims) - 1})
+		}
+	}
+	w.member = make([][]int32, len(w.dims))
+	w.onBoard = make([][]int32, len(w.boards))
+	for di, d := range w.dims {
+		w.member[di] = make([]int32, sc.Members)
+		salt := uint64(di+1) * 0x5851f42d4c957f2d
+		for i := range sc.Members {
+			v := d.table.Quantile(unitHash(i, salt))
+			w.member[di][i] = int32(v)
+			b := d.first + v
+			w.onBoard[b] = append(w.onBoard[b], int32(i))
+		}
+	}
+	var err error
+	if w.memberZipf, err = NewZipf(sc.Members, sc.MemberSkew); err != nil {
+		return nil, err
+	}
+	w.boardZipf = make([]*Zipf, len(w.boards))
+	for b := 1; b < len(w.boards); b++ {
+		if n := len(w.onBoard[b]); n > 0 {
+			if w.boardZipf[b], err = NewZipf(n, sc.MemberSkew); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if w.anyBoard, err = NewZipfTable(len(w.boards), sc.BoardSkew); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// MemberName returns the member id of index i.
+func (w *World) MemberName(i int32) string { return w.sc.MemberPrefix + strconv.Itoa(int(i)) }
+
+// MemberBoards returns the boards of member i: national first, then one per
+// dimension in the order of w.dims.
+func (w *World) MemberBoards(i int32, dst []int) []int {
+	dst = append(dst[:0], 0)
+	for di, d := range w.dims {
+		dst = append(dst, d.first+int(w.member[di][i]))
+	}
+	return dst
+}
+
+// Op is one generated request, independent of where it is sent.
+type Op struct {
+	Spec   int    // index in Scenario.Ops
+	Kind   string // Op* constant
+	Board  int    // reads: board index
+	Users  []int32
+	Deltas []int64 // writes: points per event
+	Event  uint64  // writes: number of the first event
+	Prefix string  // writes: event ids are Prefix.N
+	Cursor any     // page: where to continue (nil: first page)
+}
+
+// shared is what the generators of one run share: the event counter, the
+// event-id prefix (unique per run) and the page cursors.
+type shared struct {
+	events atomic.Uint64
+	prefix string
+	pools  *cursorPools
+}
+
+func newShared(prefix string) *shared { return &shared{prefix: prefix, pools: newCursorPools()} }
+
+// cursorPools keeps recent page cursors per board, so that page operations
+// walk boards page after page. Cursors are opaque: strings over HTTP,
+// rank.Item for the baseline.
+type cursorPools struct {
+	mu    sync.Mutex
+	pools map[int][]any
+}
+
+const cursorPoolSize = 64
+
+func newCursorPools() *cursorPools { return &cursorPools{pools: map[int][]any{}} }
+
+func (p *cursorPools) put(board int, c any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.pools[board]
+	if len(l) >= cursorPoolSize {
+		copy(l, l[1:])
+		l = l[:len(l)-1]
+	}
+	p.pools[board] = append(l, c)
+}
+
+// take removes and returns the newest cursor of a board, or nil.
+func (p *cursorPools) take(board int) any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.pools[board]
+	if len(l) == 0 {
+		return nil
+	}
+	c := l[len(l)-1]
+	p.pools[board] = l[:len(l)-1]
+	return c
+}
+
+// Gen draws operations from a scenario's mix. A Gen is not safe for
+// concurrent use; the counters and cursor pools it shares are.
+type Gen struct {
+	w     *World
+	specs []OpSpec
+	cum   []float64
+	r     *rand.Rand
+	sh    *shared
+}
+
+// NewGen returns a generator seeded with seed and stream.
+func NewGen(w *World, seed, stream uint64, sh *shared) *Gen {
+	g := &Gen{w: w, specs: w.sc.Ops, r: rand.New(rand.NewPCG(seed, stream)), sh: sh}
+	var sum float64
+	for _, s := range g.specs {
+		sum += s.Weight
+		g.cum = append(g.cum, sum)
+	}
+	return g
+}
+
+// pick chooses an operation spec by weight.
+func (g *Gen) pick() int {
+	x := g.r.Float64() * g.cum[len(g.cum)-1]
+	for i, c := range g.cum {
+		if x < c && g.specs[i].Weight > 0 {
+			return i
+		}
+	}
+	return len(g.cum) - 1
+}
+
+// board chooses a board for a read.
+func (g *Gen) board(sel string) int {
+	w := g.w
+	switch sel {
+	case BoardNational:
+		return 0
+	case BoardAny:
+		return w.anyBoard.Sample(g.r)
+	}
+	for _, d := range w.dims {
+		if d.typ == sel {
+			return d.first + d.zipf.Sample(g.r)
+		}
+	}
+	return 0
+}
+
+// memberOn draws a member of board b (hot members first).
+func (g *Gen) memberOn(b int) int32 {
+	if b == 0 || g.w.boardZipf[b] == nil {
+		return int32(g.w.memberZipf.Sample(g.r))
+	}
+	return g.w.onBoard[b][g.w.boardZipf[b].Sample(g.r)]
+}
+
+// readBoard chooses a board for a member read: one that has members.
+func (g *Gen) readBoard(sel string) int {
+	b := g.board(sel)
+	if b != 0 && len(g.w.onBoard[b]) == 0 {
+		return 0
+	}
+	return b
+}
+
+// Next draws the next operation.
+func (g *Gen) Next() Op {
+	i := g.pick()
+	s := &g.specs[i]
+	op := Op{Spec: i, Kind: s.Op}
+	switch s.Op {
+	case OpEvent, OpBatch:
+		n := 1
+		if s.Op == OpBatch {
+			n = s.Batch
+		}
+		op.Users = make([]int32, n)
+		op.Deltas = make([]int64, n)
+		for j := range n {
+			op.Users[j] = int32(g.w.memberZipf.Sample(g.r))
+			op.Deltas[j] = 1 + g.r.Int64N(g.w.sc.DeltaMax)
+		}
+		op.Event = g.sh.events.Add(uint64(n)) - uint64(n)
+		op.Prefix = g.sh.prefix
+	case OpTop:
+		op.Board = g.board(s.Board)
+	case OpPage:
+		op.Board = g.board(s.Board)
+		if g.r.IntN(s.Depth) != 0 {
+			op.Cursor = g.sh.pools.take(op.Board)
+		}
+	case OpMember, OpAround:
+		op.Board = g.readBoard(s.Board)
+		op.Users = []int32{g.memberOn(op.Board)}
+	case OpLookup:
+		op.Board = g.readBoard(s.Board)
+		op.Users = make([]int32, s.Users)
+		for j := range op.Users {
+			op.Users[j] = g.memberOn(op.Board)
+		}
+	default:
+		panic(fmt.Sprintf("unknown op %q", s.Op))
+	}
+	return op
+}
+
+// eventID is the id of event number n of a run.
+func eventID(prefix string, n uint64) string { return prefix + "." + strconv.FormatUint(n, 10) }

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// PrefillStats is what a prefill did.
+type PrefillStats struct {
+	From        int     `json:"from"`
+	To          int     `json:"to"`
+	Batch       int     `json:"batch"`
+	Concurrency int     `json:"concurrency"`
+	Events      int64   `json:"events"`
+	Failed      int64   `json:"failed"`
+	Seconds     float64 `json:"seconds"`
+	Rate        float64 `json:"events_per_s"`
+}
+
+// prefillEventID is deterministic, so a repeated prefill is a duplicate (a
+// no-op) on every board rather than extra points.
+func prefillEventID(prefix string, i int) string { return "pf." + prefix + "." + strconv.Itoa(i) }
+
+// prefillPoints spreads members over 1..max points, deterministically.
+func prefillPoints(i int, max int64) int64 {
+	return 1 + int64(splitmix64(uint64(i)^0xa0761d6478bd642f)%uint64(max))
+}
+
+// prefill loads members [From, Members) through POST /v1/events:batch, one
+// event per member (national + the member's province and class boards),
+// Batch events per request, Concurrency requests in flight, with a progress
+// bar on stderr. It is bounded by the member count and by timeout.
+func prefill(ctx context.Context, w *World, stderr io.Writer, timeout time.Duration) (*PrefillStats, error) {
+	p := w.sc.Prefill
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := newHTTPClient(p.Concurrency, 30*time.Second)
+	url := strings.TrimRight(w.sc.Gateway, "/") + "/v1/events:batch"
+	total := p.Members - p.From
+	st := &PrefillStats{From: p.From, To: p.Members, Batch: p.Batch, Concurrency: p.Concurrency}
+	var done, failed atomic.Int64
+	batches := make(chan int)
+	errc := make(chan error, p.Concurrency)
+	var wg sync.WaitGroup
+	for range p.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for start := range batches {
+				end := min(start+p.Batch, p.Members)
+				n, err := postBatch(ctx, client, url, prefillEvents(w, start, end))
+				if err != nil {
+					select {
+					case errc <- fmt.Errorf("members %d..%d: %w", start, end-1, err):
+					default:
+					}
+					cancel()
+					return
+				}
+				failed.Add(int64(n))
+				done.Add(int64(end - start))
+			}
+		}()
+	}
+	began := time.Now()
+	stopBar := make(chan struct{})
+	barDone := make(chan struct{})
+	go func() {
+		defer close(barDone)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopBar:
+				fmt.Fprintln(stderr, progressBar(done.Load(), int64(total), failed.Load(), time.Since(began)))
+				return
+			case <-t.C:
+				fmt.Fprint(stderr, "\r"+progressBar(done.Load(), int64(total), failed.Load(), time.Since(began)))
+			}
+		}
+	}()
+feed:
+	for start := p.From; start < p.Members; start += p.Batch {
+		select {
+		case batches <- start:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(batches)
+	wg.Wait()
+	close(stopBar)
+	<-barDone
+	st.Events, st.Failed = done.Load(), failed.Load()
+	st.Seconds = time.Since(began).Seconds()
+	if st.Seconds > 0 {
+		st.Rate = float64(st.Events) / st.Seconds
+	}
+	select {
+	case err := <-errc:
+		return st, err
+	default:
+	}
+	if st.Events < int64(total) {
+		return st, fmt.Errorf("prefill stopped after %d of %d members: %w", st.Events, total, context.Cause(ctx))
+	}
+	return st, nil
+}
+
+// prefillEvents renders the events of members [start, end) as JSON objects.
+func prefillEvents(w *World, start, end int) [][]byte {
+	out := make([][]byte, 0, end-start)
+	for i := start; i < end; i++ {
+		m := int32(i)
+		b := make([]byte, 0, 160)
+		b = append(b, `{"event_id":`...)
+		b = strconv.AppendQuote(b, prefillEventID(w.sc.MemberPrefix, i))
+		b = append(b, `,"family":`...)
+		b = strconv.AppendQuote(b, w.sc.Family)
+		b = append(b, `,"user":`...)
+		b = strconv.AppendQuote(b, w.MemberName(m))
+		b = append(b, `,"`...)
+		b = append(b, w.valueField...)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, prefillPoints(i, w.sc.Prefill.PointsMax), 10)
+		b = appendDims(b, w, m)
+		out = append(out, append(b, '}'))
+	}
+	return out
+}
+
+func batchBody(events [][]byte) []byte {
+	n := 16
+	for _, e := range events {
+		n += len(e) + 1
+	}
+	b := append(make([]byte, 0, n), `{"events":[`...)
+	for i, e := range events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	return append(b, "]}"...)
+}
+
+type batchAnswer struct {
+	Results []struct {
+		Error *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	} `json:"results"`
+}
+
+// postBatch sends one batch and returns how many events failed for good. A
+// 503 or a transport error retries the batch; events answered 503
+// unavailable inside a 200 are retried alone. Retrying is safe: event ids
+// are deterministic, so a board that already has the event answers
+// duplicate.
+func postBatch(ctx context.Context, client *http.Client, url string, events [][]byte) (int, error) {
+	var last error
+	pending, failed := events, 0
+	for attempt := range 6 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Duration(attempt*attempt) * 200 * time.Millisecond):
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(batchBody(pending)))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			last = err
+			continue
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			last = err
+			continue
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			last = fmt.Errorf("503: %s", bytes.TrimSpace(data))
+			continue
+		case resp.StatusCode != http.StatusOK:
+			return 0, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data))
+		}
+		var ans batchAnswer
+		if err := json.Unmarshal(data, &ans); err != nil || len(ans.Results) != len(pending) {
+			return 0, fmt.Errorf("unexpected batch answer (%v): %.200s", err, data)
+		}
+		var again [][]byte
+		for i, r := range ans.Results {
+			switch {
+			case r.Error == nil:
+			case r.Error.Code == "unavailable":
+				again = append(again, pending[i])
+			default:
+				failed++
+			}
+		}
+		if len(again) == 0 {
+			return failed, nil
+		}
+		pending, last = again, fmt.Errorf("%d %w", len(again), errUnavailableItems)
+	}
+	if len(pending) < len(events) || errors.Is(last, errUnavailableItems) {
+		return failed + len(pending), nil
+	}
+	return 0, errors.Join(errors.New("gave up after 6 attempts"), last)
+}
+
+var errUnavailableItems = errors.New("events answered unavailable")
+
+// progressBar renders "[#####.....]  45.0%  45000/100000  12345 ev/s  ETA 4s".
+func progressBar(done, total, failed int64, elapsed time.Duration) string {
+	const width = 30
+	frac := 1.0
+	if total > 0 {
+		frac = float64(done) / float64(total)
+	}
+	n := int(frac * width)
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(done) / s
+	}
+	eta := "?"
+	if rate > 0 {
+		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
+	}
+	s := fmt.Sprintf("prefill [%s%s] %5.1f%%  %d/%d members  %6.0f ev/s  ETA %s",
+		strings.Repeat("#", n), strings.Repeat(".", width-n), 100*frac, done, total, rate, eta)
+	if failed > 0 {
+		s += fmt.Sprintf("  failed %d", failed)
+	}
+	return s + "   "
+}
