@@ -1,0 +1,121 @@
+// Package redissec holds what rankgate needs from Redis security: the ACL
+// the gateway's Redis user needs (Commands, SetUserArgs, ACLLine — the line
+// docs/security.md prints), test certificates (PKI), and the tests that run
+// the gateway over TLS with that restricted user against a TLS-only Redis
+// Cluster the test starts itself on free loopback ports 7800–7899.
+package redissec
+
+import (
+	"slices"
+	"strings"
+)
+
+// Commands is every Redis command (and subcommand, as command|sub) the
+// gateway sends, sorted: what its ACL user needs and nothing more. The
+// groups, for review:
+//
+//   - client library (go-redis v9): command (the cluster client's key
+//     positions and read-only routing), readonly (replica-reading
+//     connections), asking (ASK redirects while slots migrate), ping (the
+//     replica client's latency probes for RouteByLatency, the LOADING check,
+//     a standalone node's readiness). HELLO and AUTH need no grant: Redis
+//     lets every user run them. On Redis 7.2 and later add Redis72Commands.
+//   - scripts: evalsha, evalsha_ro, eval and eval_ro (the NOSCRIPT
+//     fallback), script|load (preload on every node).
+//   - inside the scripts (ACL checks each redis.call too): exists, hdel,
+//     hexists, hget, hincrby, hset, hsetnx, pexpire, rename, set, unlink,
+//     zadd, zcard, zcount, zrangestore, zrem, zrevrange, zrevrank, zscore.
+//   - store calls: zmscore, zcount, zcard, zscan, hsetnx, hgetall, hset,
+//     sadd, smembers, incrby, xadd, xrange, pexpire, unlink, zadd, del,
+//     multi and exec (profiles are replaced in a transaction), zunionstore
+//     (derived families, one key group per slot).
+//   - layout and readiness: memory|usage, cluster|slots, cluster|info,
+//     config|get (maxmemory-policy, /readyz).
+//   - cluster monitor: info, cluster|nodes, cluster|myid, scan (key
+//     sampling under the prefix), memory|usage.
+var Commands = []string{
+	"asking",
+	"cluster|info",
+	"cluster|myid",
+	"cluster|nodes",
+	"cluster|slots",
+	"command",
+	"config|get",
+	"del",
+	"eval",
+	"eval_ro",
+	"evalsha",
+	"evalsha_ro",
+	"exec",
+	"exists",
+	"hdel",
+	"hexists",
+	"hget",
+	"hgetall",
+	"hincrby",
+	"hset",
+	"hsetnx",
+	"incrby",
+	"info",
+	"memory|usage",
+	"multi",
+	"pexpire",
+	"ping",
+	"readonly",
+	"rename",
+	"sadd",
+	"scan",
+	"script|load",
+	"set",
+	"smembers",
+	"unlink",
+	"xadd",
+	"xrange",
+	"zadd",
+	"zcard",
+	"zcount",
+	"zmscore",
+	"zrangestore",
+	"zrem",
+	"zrevrange",
+	"zrevrank",
+	"zscan",
+	"zscore",
+	"zunionstore",
+}
+
+// Redis72Commands are granted on Redis 7.2 and later only: go-redis sends
+// CLIENT SETINFO (library name and version) on every new connection and
+// ignores a refusal, but each refusal lands in ACL LOG. Redis 7.0 does not
+// know the subcommand, and ACL SETUSER refuses to grant it there.
+var Redis72Commands = []string{"client|setinfo"}
+
+// OptionalCommands are the grants only /readyz and the cluster monitor
+// need; without them the data path works, /readyz answers 503 and the
+// monitor reports the nodes down (see docs/security.md).
+var OptionalCommands = []string{"cluster|info", "cluster|myid", "cluster|nodes", "config|get", "info", "scan"}
+
+// SetUserArgs returns the arguments of ACL SETUSER that (re)define user
+// from scratch with password, the keys under prefix (prefix:*; every key the
+// gateway touches, script keys included, is prefix:…), no Pub/Sub channels,
+// and exactly cmds (Commands when nil).
+func SetUserArgs(user, password, prefix string, cmds []string) []string {
+	if cmds == nil {
+		cmds = Commands
+	}
+	args := []string{user, "reset", "on", ">" + password, "~" + prefix + ":*", "resetchannels", "-@all"}
+	for _, c := range cmds {
+		args = append(args, "+"+c)
+	}
+	return args
+}
+
+// ACLLine is SetUserArgs as one redis-cli line: ACL SETUSER user ….
+func ACLLine(user, password, prefix string, cmds []string) string {
+	return "ACL SETUSER " + strings.Join(SetUserArgs(user, password, prefix, cmds), " ")
+}
+
+// Without returns cmds minus drop, in order.
+func Without(cmds []string, drop ...string) []string {
+	return slices.DeleteFunc(slices.Clone(cmds), func(c string) bool { return slices.Contains(drop, c) })
+}
