@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -164,8 +165,17 @@ func Ready(ctx context.Context, c redis.UniversalClient) (Readiness, error) {
 	} else if err := c.Ping(ctx).Err(); err != nil {
 		return r, fmt.Errorf("ping: %w", err)
 	}
+	var mu sync.Mutex
 	err := forEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
 		v, err := n.ConfigGet(ctx, "maxmemory-policy").Result()
+		if redis.HasErrorPrefix(err, "NOPERM") {
+			// A restricted ACL user may not read the config (CONFIG GET also
+			// shows passwords); the policy is then unknown, not wrong.
+			mu.Lock()
+			r.Warnings = append(r.Warnings, "cannot read maxmemory-policy on "+n.Options().Addr+" (NOPERM): make sure it is noeviction")
+			mu.Unlock()
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("config get on %s: %w", n.Options().Addr, err)
 		}
