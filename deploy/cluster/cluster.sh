@@ -434,6 +434,7 @@ cmd_up() {
 			--cluster-node-timeout "$NODE_TIMEOUT"
 			--appendonly no --save ""
 			--maxmemory-policy noeviction
+			--replica-serve-stale-data no
 			"${EXTRA_ARGS[@]}"
 		)
 		if ! out=$(timeout 10 "$REDIS_SERVER" "${args[@]}" </dev/null 2>&1 9>&-); then

@@ -93,9 +93,35 @@ func (h reloadOnDialError) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
-func (h reloadOnDialError) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+// ProcessHook also reloads after a timeout or CLUSTERDOWN: a stopped or
+// partitioned master still accepts connections, so no dial error comes, and
+// without this the client keeps talking to it until the next periodic reload
+// (measured by internal/faults: up to 1.3 s of extra outage after a
+// promotion).
+func (h reloadOnDialError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.maybeReload(ctx, err)
+		return err
+	}
+}
+
 func (h reloadOnDialError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.maybeReload(ctx, err)
+		return err
+	}
+}
+
+func (h reloadOnDialError) maybeReload(ctx context.Context, err error) {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return
+	}
+	var ne net.Error
+	if (errors.As(err, &ne) && ne.Timeout()) || redis.HasErrorPrefix(err, "CLUSTERDOWN") {
+		h.cluster.ReloadState(context.WithoutCancel(ctx))
+	}
 }
 
 // forEachMaster runs fn on every master of a cluster, or on the one node.
