@@ -29,7 +29,7 @@ sample() { # name → heap bytes, goroutines, requests, 5xx
 	awk -v name="$1" '
 		/^go_memstats_heap_alloc_bytes / { heap = $2 }
 		/^go_goroutines / { gr = $2 }
-		/^rankgate_http_requests_total\{/ { total += $2; if ($0 ~ /code="5/) errs += $2 }
+		/^rankgate_http_requests_total\{/ { total += $NF; if ($0 ~ /code="5/) errs += $NF }
 		END { printf "%s heap_bytes=%d goroutines=%d requests=%d errors_5xx=%d\n", name, heap, gr, total, errs }' <<<"$m"
 }
 
