@@ -326,8 +326,8 @@ func (s *stack) auditLedger(ctx context.Context, t *testing.T, a *audit, events 
 }
 
 // resultLine is the one line each scenario prints.
-func resultLine(scenario, mode string, w, r outage, a string) string {
-	return fmt.Sprintf("RESULT scenario=%q mode=%s write_outage=%s read_outage=%s audit=%s", scenario, mode, w, r, a)
+func resultLine(scenario, mode string, w, r outage, rest string) string {
+	return fmt.Sprintf("RESULT scenario=%q mode=%s write_outage=%s read_outage=%s %s", scenario, mode, w, r, rest)
 }
 
 // itoa is strconv.Itoa, for the log lines.

@@ -27,6 +27,11 @@ const (
 	nodesPer      = 6
 	clusterUpWait = 4 * time.Minute // cluster.sh up: its own waits add up to ~100 s at worst
 	clusterDown   = time.Minute
+
+	// envRedisArgs names extra redis-server arguments for every node of the
+	// suite (RANKGATE_CLUSTER_EXTRA_ARGS of cluster.sh), to try a setting or
+	// a proposed fix: RANKGATE_FAULTS_REDIS_ARGS="--replica-serve-stale-data no".
+	envRedisArgs = "RANKGATE_FAULTS_REDIS_ARGS"
 )
 
 // repoRoot is the module root (tests run in internal/faults).
@@ -52,7 +57,7 @@ func clusterSh(ctx context.Context, base int, cmd string) (string, error) {
 	c.Dir = root
 	c.Env = append(os.Environ(),
 		"RANKGATE_CLUSTER_NODE_TIMEOUT="+strconv.Itoa(int(nodeTimeout/time.Millisecond)),
-		"RANKGATE_CLUSTER_EXTRA_ARGS=",
+		"RANKGATE_CLUSTER_EXTRA_ARGS="+os.Getenv(envRedisArgs),
 		"RANKGATE_CLUSTER_LOCK_TIMEOUT=60",
 	)
 	var out, errb bytes.Buffer
@@ -238,7 +243,7 @@ func (c *cluster) signal(pid int, sig syscall.Signal) error {
 // cmd_up there), so that a node stopped here restarts as the same node.
 func (c *cluster) nodeArgs(port int) []string {
 	p := strconv.Itoa(port)
-	return []string{
+	args := []string{
 		"--port", p, "--bind", host, "--protected-mode", "no",
 		"--daemonize", "yes", "--pidfile", filepath.Join(c.data, p+".pid"), "--logfile", filepath.Join(c.data, p+".log"),
 		"--dir", c.data, "--dbfilename", "dump-" + p + ".rdb",
@@ -246,7 +251,9 @@ func (c *cluster) nodeArgs(port int) []string {
 		"--cluster-node-timeout", strconv.Itoa(int(nodeTimeout / time.Millisecond)),
 		"--appendonly", "no", "--save", "",
 		"--maxmemory-policy", "noeviction",
+		"--replica-serve-stale-data", "no",
 	}
+	return append(args, strings.Fields(os.Getenv(envRedisArgs))...)
 }
 
 // restart starts a stopped node again with its config (nodes.conf keeps its
@@ -264,7 +271,9 @@ func (c *cluster) restart(ctx context.Context, port int) error {
 	}
 	return poll(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
 		err := c.node(port).Ping(ctx).Err()
-		return err == nil, err
+		// A replica that is still syncing may answer MASTERDOWN or LOADING:
+		// it runs.
+		return err == nil || redis.HasErrorPrefix(err, "MASTERDOWN") || redis.HasErrorPrefix(err, "LOADING"), err
 	})
 }
 
@@ -561,4 +570,30 @@ func (tl *timeline) String() string {
 		return s + "no replica promoted"
 	}
 	return s + fmt.Sprintf("replica %d promoted %s", tl.promoted, f(tl.promote))
+}
+
+// waitReplicated waits until every replica has applied what its master had
+// written when called (slave_repl_offset ≥ the master's offset then).
+func (c *cluster) waitReplicated(ctx context.Context, tp topology, d time.Duration) error {
+	for _, m := range tp.masters() {
+		info, err := c.node(m).Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		want, _ := strconv.ParseInt(infoField(info, "master_repl_offset"), 10, 64)
+		for _, r := range tp.replicasOf(m) {
+			err := poll(ctx, d, func(ctx context.Context) (bool, error) {
+				info, err := c.node(r).Info(ctx, "replication").Result()
+				if err != nil {
+					return false, err
+				}
+				got, _ := strconv.ParseInt(infoField(info, "slave_repl_offset"), 10, 64)
+				return got >= want, fmt.Errorf("replica %d at offset %d, master %d at %d", r, got, m, want)
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -44,6 +44,12 @@ type loadConfig struct {
 	eventDeadline    time.Duration // retry an event until acked or this long after its first attempt
 	writePause       time.Duration // between two events of one writer
 	readPause        time.Duration // between two reads of one reader
+	// probeEvery: besides the closed-loop writers and readers, a prober
+	// starts one new event (retried like the others) and one new read every
+	// probeEvery, each in its own goroutine (at most maxProbes in flight):
+	// requests that start while others hang on a dead node, so that the
+	// outage ends when a new request succeeds, at this resolution.
+	probeEvery time.Duration
 	// read does one read; nil: Top 10 of national or a member's standing on
 	// national, at consistency=primary. It returns the board it read.
 	read func(ctx context.Context, rng *rand.Rand) (dim string, err error)
@@ -68,6 +74,9 @@ func (c *loadConfig) defaults() {
 	if c.readPause == 0 {
 		c.readPause = 10 * time.Millisecond
 	}
+	if c.probeEvery == 0 {
+		c.probeEvery = 50 * time.Millisecond
+	}
 }
 
 // load runs writers and readers through the Service and records every
@@ -85,6 +94,9 @@ type load struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
+
+// maxProbes bounds the prober's requests in flight.
+const maxProbes = 64
 
 func newLoad(s *stack, tag string, cfg loadConfig) *load {
 	cfg.defaults()
@@ -193,6 +205,50 @@ func (l *load) start(maxRun time.Duration) {
 			}
 		}(w)
 	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+		inflight := make(chan struct{}, maxProbes)
+		tick := time.NewTicker(l.cfg.probeEvery)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-l.stop:
+				return
+			case <-tick.C:
+			}
+			if time.Now().After(hard) {
+				return
+			}
+			select {
+			case inflight <- struct{}{}:
+			default:
+				continue // too many probes hang already
+			}
+			e := &event{id: fmt.Sprintf("%s-p-%06d", l.tag, n), user: rng.IntN(users), delta: int64(1 + rng.IntN(9))}
+			l.mu.Lock()
+			l.events = append(l.events, e)
+			l.mu.Unlock()
+			seed := rng.Uint64()
+			l.wg.Add(2)
+			go func() {
+				defer l.wg.Done()
+				defer func() { <-inflight }()
+				l.send(e, hard)
+			}()
+			go func() {
+				defer l.wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), l.cfg.attemptTimeout)
+				defer cancel()
+				start := time.Now()
+				dim, err := read(ctx, rand.New(rand.NewPCG(seed, 1)))
+				l.mu.Lock()
+				l.ops = append(l.ops, op{dim: dim, start: start, end: time.Now(), err: err})
+				l.mu.Unlock()
+			}()
+		}
+	}()
 	for r := 0; r < l.cfg.readers; r++ {
 		l.wg.Add(1)
 		go func(r int) {
@@ -291,9 +347,14 @@ type outage struct {
 	lastFail time.Duration
 	// otherFails counts failed operations that touch only healthy nodes.
 	otherFails int
+	// na: the scenario measures no outage.
+	na bool
 }
 
 func (o outage) String() string {
+	if o.na {
+		return "n/a"
+	}
 	if o.d < 0 {
 		return fmt.Sprintf("NOT RECOVERED (%d failures)", o.fails)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -98,8 +99,14 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 	}
 	// The client options of production (DESIGN.md §8): slot map reloaded
 	// every second and after a dial error, context deadlines honoured.
+	reload := time.Second
+	if v := os.Getenv(envReloadInterval); v != "" {
+		if reload, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("%s: %v", envReloadInterval, err)
+		}
+	}
 	opts := store.ClientOptions{Addrs: c.addrs, Cluster: true, DialTimeout: time.Second, ReadTimeout: o.readTimeout,
-		WriteTimeout: 500 * time.Millisecond, ReloadInterval: time.Second}
+		WriteTimeout: 500 * time.Millisecond, ReloadInterval: reload}
 	rw, err := store.NewClient(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -216,3 +223,7 @@ func counterValue(m *dto.Metric) float64 {
 	}
 	return 0
 }
+
+// envReloadInterval overrides the slot-map reload interval (default 1 s,
+// redis.cluster_reload_interval allows 100ms–2s), e.g. "250ms".
+const envReloadInterval = "RANKGATE_FAULTS_RELOAD_INTERVAL"
