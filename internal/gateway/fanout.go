@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -93,4 +94,14 @@ func unavailable(err error) error {
 		return err
 	}
 	return rank.Unavailable(err, "a shard did not answer; retry")
+}
+
+// writeUnavailable is rank.Unavailable for a failed write, saying so plainly
+// when Redis refused it for want of memory (maxmemory reached under
+// noeviction), which no retry fixes until an operator acts.
+func writeUnavailable(err error, format string, args ...any) error {
+	if err != nil && strings.Contains(err.Error(), "OOM command not allowed") {
+		return rank.Unavailable(err, "Redis is out of memory (maxmemory reached, noeviction): writes are refused until memory is freed or added")
+	}
+	return rank.Unavailable(err, format, args...)
 }

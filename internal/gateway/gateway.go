@@ -289,7 +289,7 @@ func (s *Service) ensurePeriod(ctx context.Context, f *family, periodID string) 
 	}
 	st, err := s.be.EnsurePeriod(ctx, s.layout.Period(f.cfg.Name, periodID), want, f.cfg.RulesVersion, s.now().UnixMilli())
 	if err != nil {
-		return nil, rank.Unavailable(err, "recording period %s", key)
+		return nil, writeUnavailable(err, "recording period %s", key)
 	}
 	return s.mergeShards(key, f, st), nil
 }

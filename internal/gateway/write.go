@@ -311,7 +311,7 @@ func (s *Service) takeSeqs(ctx context.Context, plans []plan) error {
 		}
 		first, err := s.be.TakeSeq(ctx, s.layout.Period(fam.cfg.Name, pid), counts[key])
 		if err != nil {
-			return rank.Unavailable(err, "taking achievement numbers for %s", key)
+			return writeUnavailable(err, "taking achievement numbers for %s", key)
 		}
 		next[key] = first
 	}
@@ -429,7 +429,7 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 	case firstErr != nil:
 		// Boards that answered keep their writes; a retry of the whole event is
 		// safe because each board dedupes on the event id.
-		return EventResult{}, rank.Unavailable(firstErr, "event %s reached only part of its boards; retry it", p.ev.EventID)
+		return EventResult{}, writeUnavailable(firstErr, "event %s reached only part of its boards; retry it", p.ev.EventID)
 	case closed > 0:
 		p.late = "frozen"
 		kept := []plan{*p}
@@ -522,14 +522,14 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 	var seq int64
 	if f.enc.TieFirst() {
 		if seq, err = s.be.TakeSeq(ctx, s.layout.Period(f.cfg.Name, b.period.ID), 1); err != nil {
-			return ProjectionResult{}, rank.Unavailable(err, "taking an achievement number")
+			return ProjectionResult{}, writeUnavailable(err, "taking an achievement number")
 		}
 	}
 	r := s.be.Write(ctx, []store.Write{{Kind: store.KindProject, Keys: s.layout.Keys(b.b, shard.Of(user, n), n), Member: user,
 		Version: pr.Version, Value: f.enc.Stored(pr.Points), B: f.enc.B, Seq: seq, MaxPoints: f.enc.MaxPoints,
 		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion}})[0]
 	if r.Err != nil {
-		return ProjectionResult{}, rank.Unavailable(r.Err, "projection on %s; retry", b.name())
+		return ProjectionResult{}, writeUnavailable(r.Err, "projection on %s; retry", b.name())
 	}
 	s.registerBoards(ctx, []plan{{fam: f, period: b.period, boards: []shard.Board{b.b}}})
 	out := ProjectionResult{Board: b.name()}
@@ -574,7 +574,7 @@ func (s *Service) PutProfile(ctx context.Context, user string, p Profile) error 
 		fields["avatar"] = p.Avatar
 	}
 	if err := s.be.PutProfile(ctx, s.layout.Profile(user), fields); err != nil {
-		return rank.Unavailable(err, "storing profile")
+		return writeUnavailable(err, "storing profile")
 	}
 	return nil
 }
