@@ -232,6 +232,19 @@ func (s *Service) resolve(ctx context.Context, ref BoardRef) (*board, error) {
 	return b, nil
 }
 
+// familyPeriod resolves a family and one of its periods.
+func (s *Service) familyPeriod(familyName, periodID string) (*family, period.Period, error) {
+	f, err := s.family(familyName)
+	if err != nil {
+		return nil, period.Period{}, err
+	}
+	p, err := s.periodOf(f, periodID)
+	if err != nil {
+		return nil, period.Period{}, err
+	}
+	return f, p, nil
+}
+
 // periodOf resolves "current" or validates a period id.
 func (s *Service) periodOf(f *family, id string) (period.Period, error) {
 	if id == "current" || id == "" {

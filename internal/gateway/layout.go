@@ -27,11 +27,7 @@ type BoardList struct {
 
 // Boards lists the boards that exist in a family period with member counts.
 func (s *Service) Boards(ctx context.Context, familyName, periodID string) (BoardList, error) {
-	f, err := s.family(familyName)
-	if err != nil {
-		return BoardList{}, err
-	}
-	p, err := s.periodOf(f, periodID)
+	f, p, err := s.familyPeriod(familyName, periodID)
 	if err != nil {
 		return BoardList{}, err
 	}

@@ -62,11 +62,7 @@ func (s *Service) Mode() string {
 
 // PeriodDetail reports a period's state, boards, shard counts and rules.
 func (s *Service) PeriodDetail(ctx context.Context, familyName, periodID string) (PeriodDetail, error) {
-	f, err := s.family(familyName)
-	if err != nil {
-		return PeriodDetail{}, err
-	}
-	p, err := s.periodOf(f, periodID)
+	f, p, err := s.familyPeriod(familyName, periodID)
 	if err != nil {
 		return PeriodDetail{}, err
 	}
@@ -131,11 +127,7 @@ func (s *Service) boardShardMetas(ctx context.Context, f *family, periodID strin
 // events are kept for review. In ledger mode the ledger refuses them first.
 // Idempotent.
 func (s *Service) Freeze(ctx context.Context, familyName, periodID string) (PeriodDetail, error) {
-	f, err := s.family(familyName)
-	if err != nil {
-		return PeriodDetail{}, err
-	}
-	p, err := s.periodOf(f, periodID)
+	f, p, err := s.familyPeriod(familyName, periodID)
 	if err != nil {
 		return PeriodDetail{}, err
 	}
@@ -203,11 +195,7 @@ func (s *Service) Reviews(ctx context.Context, familyName, periodID string, limi
 	if limit > 1000 {
 		return ReviewList{}, rank.Invalid("limit", "limit must be within 1..1000")
 	}
-	f, err := s.family(familyName)
-	if err != nil {
-		return ReviewList{}, err
-	}
-	p, err := s.periodOf(f, periodID)
+	f, p, err := s.familyPeriod(familyName, periodID)
 	if err != nil {
 		return ReviewList{}, err
 	}

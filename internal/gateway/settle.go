@@ -80,11 +80,7 @@ func (s *Service) Settle(ctx context.Context, familyName, periodID string, top i
 	if top < 1 || top > 10000 {
 		return SettlementView{}, rank.Invalid("top", "top must be within 1..10000")
 	}
-	f, err := s.family(familyName)
-	if err != nil {
-		return SettlementView{}, err
-	}
-	p, err := s.periodOf(f, periodID)
+	f, p, err := s.familyPeriod(familyName, periodID)
 	if err != nil {
 		return SettlementView{}, err
 	}
@@ -112,11 +108,7 @@ func (s *Service) SettlementOf(ctx context.Context, familyName, periodID string)
 	if err := s.requireLedger("settlement"); err != nil {
 		return SettlementView{}, err
 	}
-	f, err := s.family(familyName)
-	if err != nil {
-		return SettlementView{}, err
-	}
-	p, err := s.periodOf(f, periodID)
+	f, p, err := s.familyPeriod(familyName, periodID)
 	if err != nil {
 		return SettlementView{}, err
 	}
@@ -137,11 +129,7 @@ func (s *Service) Archive(ctx context.Context, familyName, periodID string) (Per
 	if err := s.requireLedger("archive (it needs saved standings)"); err != nil {
 		return PeriodDetail{}, err
 	}
-	f, err := s.family(familyName)
-	if err != nil {
-		return PeriodDetail{}, err
-	}
-	p, err := s.periodOf(f, periodID)
+	f, p, err := s.familyPeriod(familyName, periodID)
 	if err != nil {
 		return PeriodDetail{}, err
 	}
@@ -442,11 +430,7 @@ func (s *Service) DecideReview(ctx context.Context, id, familyName, periodID, op
 	if operator == "" || len(operator) > 128 || !printable(operator) {
 		return ReviewDecision{}, rank.Invalid("operator", "operator is required (printable, at most 128 bytes)")
 	}
-	f, err := s.family(familyName)
-	if err != nil {
-		return ReviewDecision{}, err
-	}
-	p, err := s.periodOf(f, periodID)
+	f, p, err := s.familyPeriod(familyName, periodID)
 	if err != nil {
 		return ReviewDecision{}, err
 	}
