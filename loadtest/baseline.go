@@ -15,7 +15,6 @@ import (
 
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/merge"
-	"github.com/rankgate/rankgate/internal/period"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
@@ -123,22 +122,8 @@ func NewBaseline(ctx context.Context, w *World, cfg *config.Config) (*Baseline, 
 		return nil, err
 	}
 	b := &Baseline{w: w, st: st, close: closeAll, fam: fam, timeout: baselineShardTimeout, replica: replica}
-	b.enc = rank.Encoding{B: fam.SeqCapacity, Asc: !fam.Desc(), MaxPoints: fam.MaxPoints}
-	if !fam.TieFirst() {
-		b.enc.B = 0
-	}
-	if fam.Competition() {
-		b.mode = rank.Competition
-	}
-	switch {
-	case fam.Aggregate == config.AggregateMax && fam.Desc(), fam.Aggregate == config.AggregateMin && !fam.Desc():
-		b.agg = "gt"
-	case fam.Aggregate == config.AggregateMax, fam.Aggregate == config.AggregateMin:
-		b.agg = "lt"
-	default:
-		b.agg = "sum"
-	}
-	spec := period.Spec{Kind: period.Kind(fam.Period), Loc: fam.Location, WeekStart: fam.WeekStart}
+	b.enc, b.mode, b.agg = fam.Encoding(), fam.RankMode(), fam.StoredMode()
+	spec := fam.PeriodSpec()
 	now := time.Now()
 	p := spec.At(now)
 	if w.sc.Period != "current" {

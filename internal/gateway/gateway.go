@@ -140,22 +140,7 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	for name, f := range o.Config.Families {
-		fam := &family{cfg: f, enc: rank.Encoding{B: f.SeqCapacity, Asc: !f.Desc(), MaxPoints: f.MaxPoints},
-			spec: period.Spec{Kind: period.Kind(f.Period), Loc: f.Location, WeekStart: f.WeekStart}}
-		if !f.TieFirst() {
-			fam.enc.B = 0
-		}
-		if f.Competition() {
-			fam.mode = rank.Competition
-		}
-		switch {
-		case f.Aggregate == config.AggregateMax && f.Desc(), f.Aggregate == config.AggregateMin && !f.Desc():
-			fam.agg = "gt"
-		case f.Aggregate == config.AggregateMax, f.Aggregate == config.AggregateMin:
-			fam.agg = "lt"
-		default:
-			fam.agg = "sum"
-		}
+		fam := &family{cfg: f, enc: f.Encoding(), spec: f.PeriodSpec(), mode: f.RankMode(), agg: f.StoredMode()}
 		if err := fam.spec.Validate(); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,42 @@
+package config
+
+import (
+	"github.com/rankgate/rankgate/internal/period"
+	"github.com/rankgate/rankgate/internal/rank"
+)
+
+// Encoding is the family's score encoding: tie "first" carries B, an asc
+// family stores negated points, |points| ≤ MaxPoints.
+func (f *Family) Encoding() rank.Encoding {
+	e := rank.Encoding{Asc: !f.Desc(), MaxPoints: f.MaxPoints}
+	if f.TieFirst() {
+		e.B = f.SeqCapacity
+	}
+	return e
+}
+
+// RankMode is how positions become ranks.
+func (f *Family) RankMode() rank.RankMode {
+	if f.Competition() {
+		return rank.Competition
+	}
+	return rank.Ordinal
+}
+
+// StoredMode is the apply script's mode in stored (sign-adjusted) space:
+// "sum", or "gt"/"lt" for the kept best value (max in a desc family and min
+// in an asc one keep the higher stored value).
+func (f *Family) StoredMode() string {
+	switch {
+	case f.Aggregate == AggregateMax && f.Desc(), f.Aggregate == AggregateMin && !f.Desc():
+		return "gt"
+	case f.Aggregate == AggregateMax, f.Aggregate == AggregateMin:
+		return "lt"
+	}
+	return "sum"
+}
+
+// PeriodSpec names the family's periods.
+func (f *Family) PeriodSpec() period.Spec {
+	return period.Spec{Kind: period.Kind(f.Period), Loc: f.Location, WeekStart: f.WeekStart}
+}
