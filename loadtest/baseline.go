@@ -18,6 +18,7 @@ import (
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // Baseline does, for every operation, the Redis work the gateway does —
@@ -193,17 +194,17 @@ func (b *Baseline) Do(ctx context.Context, op *Op) Outcome {
 	var err error
 	var next any
 	switch op.Kind {
-	case OpEvent, OpBatch:
+	case workload.OpEvent, workload.OpBatch:
 		err = b.events(ctx, op)
-	case OpTop:
+	case workload.OpTop:
 		_, err = b.top(ctx, op.Board, s.Limit, replica)
-	case OpPage:
+	case workload.OpPage:
 		next, err = b.page(ctx, op, s.Limit, replica)
-	case OpMember:
+	case workload.OpMember:
 		_, err = b.member(ctx, op.Board, b.w.MemberName(op.Users[0]), replica)
-	case OpAround:
+	case workload.OpAround:
 		_, err = b.around(ctx, op.Board, b.w.MemberName(op.Users[0]), s.Radius, replica)
-	case OpLookup:
+	case workload.OpLookup:
 		_, err = b.lookup(ctx, op, replica)
 	}
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // httpAPI renders operations as gateway requests (API.md). Every target's URL
@@ -38,10 +40,10 @@ func (h *httpAPI) Target(op *Op) vegeta.Target {
 	s := &h.w.sc.Ops[op.Spec]
 	tag := "#" + strconv.Itoa(op.Spec) + "." + strconv.Itoa(op.Board)
 	switch op.Kind {
-	case OpEvent:
+	case workload.OpEvent:
 		b := h.appendEvent(nil, op, 0)
 		return vegeta.Target{Method: http.MethodPost, URL: h.base + "/v1/events" + tag, Body: b, Header: h.hdr}
-	case OpBatch:
+	case workload.OpBatch:
 		b := append(make([]byte, 0, 160*len(op.Users)), `{"events":[`...)
 		for j := range op.Users {
 			if j > 0 {
@@ -61,21 +63,21 @@ func (h *httpAPI) Target(op *Op) vegeta.Target {
 	var body []byte
 	method := http.MethodGet
 	switch op.Kind {
-	case OpTop:
+	case workload.OpTop:
 		q.Set("limit", strconv.Itoa(s.Limit))
 		u = board + "/top"
-	case OpPage:
+	case workload.OpPage:
 		q.Set("limit", strconv.Itoa(s.Limit))
 		if c, ok := op.Cursor.(string); ok && c != "" {
 			q.Set("cursor", c)
 		}
 		u = board + "/entries"
-	case OpMember:
+	case workload.OpMember:
 		u = board + "/members/" + h.w.MemberName(op.Users[0])
-	case OpAround:
+	case workload.OpAround:
 		q.Set("radius", strconv.Itoa(s.Radius))
 		u = board + "/members/" + h.w.MemberName(op.Users[0]) + "/around"
-	case OpLookup:
+	case workload.OpLookup:
 		method = http.MethodPost
 		u = board + "/members:lookup"
 		body = append(make([]byte, 0, 16*len(op.Users)), `{"users":[`...)
@@ -125,7 +127,7 @@ func appendDims(b []byte, w *World, m int32) []byte {
 		if di > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, d.typ)
+		b = strconv.AppendQuote(b, d.Type)
 		b = append(b, ':')
 		b = strconv.AppendQuote(b, w.boards[d.first+int(w.member[di][m])].Value)
 	}
@@ -156,7 +158,7 @@ func httpOutcome(kind string, code int, body []byte, errText string) string {
 		return transportClass(errText)
 	case code < 200 || code >= 300:
 		return strconv.Itoa(code)
-	case kind == OpBatch && bytes.Contains(body, []byte(`"error":`)):
+	case kind == workload.OpBatch && bytes.Contains(body, []byte(`"error":`)):
 		return "item_error"
 	}
 	return ""
@@ -231,7 +233,7 @@ func (e *gatewayExec) Do(ctx context.Context, op *Op) Outcome {
 		return Outcome{Class: transportClass(err.Error())}
 	}
 	out := Outcome{Class: httpOutcome(op.Kind, resp.StatusCode, body, "")}
-	if op.Kind == OpPage && out.Class == "" {
+	if op.Kind == workload.OpPage && out.Class == "" {
 		if c := nextCursor(body); c != "" {
 			out.Next = c
 		}

@@ -28,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 func main() {
@@ -57,6 +59,7 @@ type cli struct {
 	pause           time.Duration
 	rounds          int
 	prefillTimeout  time.Duration
+	prefillDirect   bool
 	allowRemote     bool
 	// Per-operation overrides (applied to every operation they fit).
 	mix         string
@@ -99,6 +102,7 @@ func bindFlags(fs *flag.FlagSet, sc *Scenario, c *cli) {
 	fs.IntVar(&sc.Prefill.Concurrency, "prefill-concurrency", sc.Prefill.Concurrency, "prefill batches in flight")
 	fs.Int64Var(&sc.Prefill.PointsMax, "prefill-points", sc.Prefill.PointsMax, "prefilled members get 1..N points")
 	fs.DurationVar(&c.prefillTimeout, "prefill-timeout", 10*time.Minute, "give up the prefill after this long")
+	fs.BoolVar(&c.prefillDirect, "prefill-direct", false, "prefill straight into Redis through the baseline's write path (the gateway's scripts and keys, no HTTP; needs -config): for boards of millions of members")
 
 	fs.StringVar(&c.mix, "mix", "", `operation weights, replacing the scenario's: "event=20,batch=2,top=40,member=14,around=8,page=8,lookup=8" (op@board=w picks a board)`)
 	fs.IntVar(&c.limit, "limit", 0, "override: entries per top / page request")
@@ -156,7 +160,7 @@ func parseArgs(args []string, stderr io.Writer) (*Scenario, *cli, []string, erro
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if c.mix != "" {
-		ops, err := ParseMix(c.mix)
+		ops, err := workload.ParseMix(c.mix)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("-mix: %w", err)
 		}
@@ -164,11 +168,11 @@ func parseArgs(args []string, stderr io.Writer) (*Scenario, *cli, []string, erro
 	}
 	for i := range sc.Ops {
 		o := &sc.Ops[i]
-		read := o.Op != OpEvent && o.Op != OpBatch
-		if set["limit"] && (o.Op == OpTop || o.Op == OpPage) {
+		read := o.Op != workload.OpEvent && o.Op != workload.OpBatch
+		if set["limit"] && (o.Op == workload.OpTop || o.Op == workload.OpPage) {
 			o.Limit = c.limit
 		}
-		if set["batch-size"] && o.Op == OpBatch {
+		if set["batch-size"] && o.Op == workload.OpBatch {
 			o.Batch = c.batch
 		}
 		if set["consistency"] && read {
@@ -177,13 +181,13 @@ func parseArgs(args []string, stderr io.Writer) (*Scenario, *cli, []string, erro
 		if set["board"] && read {
 			o.Board = c.board
 		}
-		if set["radius"] && o.Op == OpAround {
+		if set["radius"] && o.Op == workload.OpAround {
 			o.Radius = c.radius
 		}
-		if set["lookup-users"] && o.Op == OpLookup {
+		if set["lookup-users"] && o.Op == workload.OpLookup {
 			o.Users = c.users
 		}
-		if set["page-depth"] && o.Op == OpPage {
+		if set["page-depth"] && o.Op == workload.OpPage {
 			o.Depth = c.depth
 		}
 	}
@@ -222,7 +226,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-rounds must be within 1..100 and leave phases of at least 1s, got %d over %s", c.rounds, sc.Duration)
 	}
 	cfg, cfgErr := loadGatewayConfig(sc.Config)
-	needBaseline := c.baseline || c.compareBaseline
+	needBaseline := c.baseline || c.compareBaseline || (c.prefillDirect && sc.Prefill.Members > 0)
 	valueField := "delta"
 	if cfgErr != nil {
 		if needBaseline {
@@ -240,7 +244,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, d := range []struct {
 			typ, flag string
 			n         int
-		}{{BoardProvince, "provinces", sc.Provinces}, {BoardClass, "classes", sc.Classes}} {
+		}{{workload.BoardProvince, "provinces", sc.Provinces}, {workload.BoardClass, "classes", sc.Classes}} {
 			if _, has := f.Dimensions[d.typ]; d.n > 0 && !has {
 				return fmt.Errorf("family %s has no %s dimension: pass -%s 0", sc.Family, d.typ, d.flag)
 			}
@@ -258,12 +262,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var pre *PrefillStats
 	if sc.Prefill.Members > 0 {
-		if err := gatewayReady(ctx, sc.Gateway); err != nil {
+		send, via := httpSend(w), "the gateway"
+		if c.prefillDirect {
+			bl, err := NewBaseline(ctx, w, cfg)
+			if err != nil {
+				return fmt.Errorf("prefill: %w", err)
+			}
+			defer bl.Close()
+			send, via = directSend(w, bl, 200*time.Millisecond), "Redis directly (-prefill-direct)"
+		} else if err := gatewayReady(ctx, sc.Gateway); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "prefill: members %s%d … %s%d of family %s (batches of %d, %d in flight)\n",
-			sc.MemberPrefix, sc.Prefill.From, sc.MemberPrefix, sc.Prefill.Members-1, sc.Family, sc.Prefill.Batch, sc.Prefill.Concurrency)
-		pre, err = prefill(ctx, w, stderr, c.prefillTimeout)
+		fmt.Fprintf(stderr, "prefill: members %s%d … %s%d of family %s through %s (batches of %d, %d in flight)\n",
+			sc.MemberPrefix, sc.Prefill.From, sc.MemberPrefix, sc.Prefill.Members-1, sc.Family, via, sc.Prefill.Batch, sc.Prefill.Concurrency)
+		pre, err = prefill(ctx, w, stderr, c.prefillTimeout, send)
 		if err != nil {
 			return fmt.Errorf("prefill: %w", err)
 		}
@@ -497,7 +509,7 @@ func gatewayBoardSize(ctx context.Context, sc *Scenario) (string, int64) {
 		return "", 0
 	}
 	for _, b := range list.Boards {
-		if b.Dimension == BoardNational {
+		if b.Dimension == workload.BoardNational {
 			return list.Period, b.Members
 		}
 	}

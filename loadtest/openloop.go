@@ -6,6 +6,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // Executor runs one operation synchronously (closed loop, and the baseline's
@@ -16,15 +18,15 @@ type Executor interface {
 
 // itemsOf is what an operation counts as: events for writes, 1 for reads.
 func itemsOf(op *Op) int {
-	if op.Kind == OpEvent || op.Kind == OpBatch {
+	if op.Kind == workload.OpEvent || op.Kind == workload.OpBatch {
 		return len(op.Users)
 	}
 	return 1
 }
 
-func itemsOfSpec(s *OpSpec) int {
+func itemsOfSpec(s *workload.OpSpec) int {
 	switch s.Op {
-	case OpBatch:
+	case workload.OpBatch:
 		return s.Batch
 	}
 	return 1
@@ -86,7 +88,7 @@ func openLoopGateway(ctx context.Context, sc *Scenario, api *httpAPI, gen *Gen, 
 		}
 		s := &sc.Ops[spec]
 		class := httpOutcome(s.Op, int(res.Code), res.Body, res.Error)
-		if s.Op == OpPage && class == "" {
+		if s.Op == workload.OpPage && class == "" {
 			if c := nextCursor(res.Body); c != "" {
 				pools.put(board, c)
 			}

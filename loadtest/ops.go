@@ -6,16 +6,16 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
-// dim is a dimension type the scenario spreads members over.
+// dim is a dimension type the scenario spreads members over: its values
+// (members are assigned by d.ValueOf, a hash of the member; reads pick a
+// value by d.Table, hot boards first) and the board index of value 0.
 type dim struct {
-	typ   string // "province", "class"
-	short string // prefix of its values: "p", "c"
-	n     int
-	table *ZipfTable // member → value, from a hash of the member
-	zipf  *ZipfTable // value of a read, hot boards first
-	first int        // board index of value 0
+	workload.Dim
+	first int
 }
 
 // Board is one board of the world: national (index 0) or one dimension value.
@@ -28,7 +28,7 @@ type Board struct {
 // Dimension returns "national" or "type:value", as in the API.
 func (b Board) Dimension() string {
 	if b.Value == "" {
-		return BoardNational
+		return workload.BoardNational
 	}
 	return b.Type + ":" + b.Value
 }
@@ -44,63 +44,55 @@ type World struct {
 	dims       []dim
 	member     [][]int32 // [dim][member] → value index
 	boards     []Board
-	onBoard    [][]int32 // [board] → members on it (nil for national: all)
-	boardZipf  []*Zipf   // [board] → hot members of that board
-	memberZipf *Zipf
-	anyBoard   *ZipfTable // over all boards
+	onBoard    [][]int32        // [board] → members on it (nil for national: all)
+	boardZipf  []*workload.Zipf // [board] → hot members of that board
+	memberZipf *workload.Zipf
+	anyBoard   *workload.ZipfTable // over all boards
 }
 
 // NewWorld builds the world of a scenario.
 func NewWorld(sc *Scenario, valueField string) (*World, error) {
-	w := &World{sc: sc, valueField: valueField, boards: []Board{{Type: BoardNational, Dim: -1}}}
-	for _, d := range []struct {
-		typ, short string
-		n          int
-	}{{BoardProvince, "p", sc.Provinces}, {BoardClass, "c", sc.Classes}} {
-		if d.n == 0 {
-			continue
-		}
-		t, err := NewZipfTable(d.n, sc.BoardSkew)
-		if err != nil {
-			return nil, err
-		}
-		w.dims = append(w.dims, dim{typ: d.typ, short: d.short, n: d.n, table: t, zipf: t, first: len(w.boards)})
-		for v := range d.n {
-			w.boards = append(w.boards, Board{Type: d.typ, Value: d.short + strconv.Itoa(v), Dim: len(w.dims) - 1})
+	w := &World{sc: sc, valueField: valueField, boards: []Board{{Type: workload.BoardNational, Dim: -1}}}
+	dims, err := sc.Dims()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dims {
+		w.dims = append(w.dims, dim{Dim: d, first: len(w.boards)})
+		for v := range d.N {
+			w.boards = append(w.boards, Board{Type: d.Type, Value: d.ValueName(v), Dim: len(w.dims) - 1})
 		}
 	}
 	w.member = make([][]int32, len(w.dims))
 	w.onBoard = make([][]int32, len(w.boards))
 	for di, d := range w.dims {
 		w.member[di] = make([]int32, sc.Members)
-		salt := uint64(di+1) * 0x5851f42d4c957f2d
 		for i := range sc.Members {
-			v := d.table.Quantile(unitHash(i, salt))
+			v := d.ValueOf(i)
 			w.member[di][i] = int32(v)
 			b := d.first + v
 			w.onBoard[b] = append(w.onBoard[b], int32(i))
 		}
 	}
-	var err error
-	if w.memberZipf, err = NewZipf(sc.Members, sc.MemberSkew); err != nil {
+	if w.memberZipf, err = workload.NewZipf(sc.Members, sc.MemberSkew); err != nil {
 		return nil, err
 	}
-	w.boardZipf = make([]*Zipf, len(w.boards))
+	w.boardZipf = make([]*workload.Zipf, len(w.boards))
 	for b := 1; b < len(w.boards); b++ {
 		if n := len(w.onBoard[b]); n > 0 {
-			if w.boardZipf[b], err = NewZipf(n, sc.MemberSkew); err != nil {
+			if w.boardZipf[b], err = workload.NewZipf(n, sc.MemberSkew); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if w.anyBoard, err = NewZipfTable(len(w.boards), sc.BoardSkew); err != nil {
+	if w.anyBoard, err = workload.NewZipfTable(len(w.boards), sc.BoardSkew); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
 // MemberName returns the member id of index i.
-func (w *World) MemberName(i int32) string { return w.sc.MemberPrefix + strconv.Itoa(int(i)) }
+func (w *World) MemberName(i int32) string { return w.sc.MemberName(int(i)) }
 
 // MemberBoards returns the boards of member i: national first, then one per
 // dimension in the order of w.dims.
@@ -174,7 +166,7 @@ func (p *cursorPools) take(board int) any {
 // concurrent use; the counters and cursor pools it shares are.
 type Gen struct {
 	w     *World
-	specs []OpSpec
+	specs []workload.OpSpec
 	cum   []float64
 	r     *rand.Rand
 	sh    *shared
@@ -206,14 +198,14 @@ func (g *Gen) pick() int {
 func (g *Gen) board(sel string) int {
 	w := g.w
 	switch sel {
-	case BoardNational:
+	case workload.BoardNational:
 		return 0
-	case BoardAny:
+	case workload.BoardAny:
 		return w.anyBoard.Sample(g.r)
 	}
 	for _, d := range w.dims {
-		if d.typ == sel {
-			return d.first + d.zipf.Sample(g.r)
+		if d.Type == sel {
+			return d.first + d.Table.Sample(g.r)
 		}
 	}
 	return 0
@@ -242,9 +234,9 @@ func (g *Gen) Next() Op {
 	s := &g.specs[i]
 	op := Op{Spec: i, Kind: s.Op}
 	switch s.Op {
-	case OpEvent, OpBatch:
+	case workload.OpEvent, workload.OpBatch:
 		n := 1
-		if s.Op == OpBatch {
+		if s.Op == workload.OpBatch {
 			n = s.Batch
 		}
 		op.Users = make([]int32, n)
@@ -255,17 +247,17 @@ func (g *Gen) Next() Op {
 		}
 		op.Event = g.sh.events.Add(uint64(n)) - uint64(n)
 		op.Prefix = g.sh.prefix
-	case OpTop:
+	case workload.OpTop:
 		op.Board = g.board(s.Board)
-	case OpPage:
+	case workload.OpPage:
 		op.Board = g.board(s.Board)
 		if g.r.IntN(s.Depth) != 0 {
 			op.Cursor = g.sh.pools.take(op.Board)
 		}
-	case OpMember, OpAround:
+	case workload.OpMember, workload.OpAround:
 		op.Board = g.readBoard(s.Board)
 		op.Users = []int32{g.memberOn(op.Board)}
-	case OpLookup:
+	case workload.OpLookup:
 		op.Board = g.readBoard(s.Board)
 		op.Users = make([]int32, s.Users)
 		for j := range op.Users {

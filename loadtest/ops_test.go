@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 func testWorld(t *testing.T, mutate func(sc *Scenario)) *World {
@@ -46,7 +48,7 @@ func TestWorldAssignsEveryMemberOneBoardPerDimension(t *testing.T) {
 		if len(a) != 3 || a[0] != 0 || a[1] != b[1] || a[2] != b[2] {
 			t.Fatalf("member %d: %v vs %v", i, a, b)
 		}
-		if w.boards[a[1]].Type != BoardProvince || w.boards[a[2]].Type != BoardClass {
+		if w.boards[a[1]].Type != workload.BoardProvince || w.boards[a[2]].Type != workload.BoardClass {
 			t.Fatalf("member %d boards %v", i, a)
 		}
 	}
@@ -54,8 +56,8 @@ func TestWorldAssignsEveryMemberOneBoardPerDimension(t *testing.T) {
 
 func TestGenRespectsMixAndBoards(t *testing.T) {
 	w := testWorld(t, func(sc *Scenario) {
-		sc.Ops = []OpSpec{defaultOp(OpBatch, 1), defaultOp(OpMember, 1), defaultOp(OpLookup, 1), defaultOp(OpPage, 1)}
-		sc.Ops[1].Board = BoardProvince
+		sc.Ops = []workload.OpSpec{workload.Op(workload.OpBatch, 1), workload.Op(workload.OpMember, 1), workload.Op(workload.OpLookup, 1), workload.Op(workload.OpPage, 1)}
+		sc.Ops[1].Board = workload.BoardProvince
 	})
 	sh := newShared("run1")
 	g := NewGen(w, 1, 0, sh)
@@ -64,7 +66,7 @@ func TestGenRespectsMixAndBoards(t *testing.T) {
 		op := g.Next()
 		counts[op.Kind]++
 		switch op.Kind {
-		case OpBatch:
+		case workload.OpBatch:
 			if len(op.Users) != 100 || len(op.Deltas) != 100 || op.Prefix != "run1" {
 				t.Fatalf("batch: %+v", op)
 			}
@@ -73,37 +75,37 @@ func TestGenRespectsMixAndBoards(t *testing.T) {
 					t.Fatalf("delta %d", d)
 				}
 			}
-		case OpMember:
-			if w.boards[op.Board].Type != BoardProvince {
+		case workload.OpMember:
+			if w.boards[op.Board].Type != workload.BoardProvince {
 				t.Fatalf("member read on %+v", w.boards[op.Board])
 			}
 			if got := w.MemberBoards(op.Users[0], nil)[1]; got != op.Board {
 				t.Fatalf("member %d is not on board %d", op.Users[0], op.Board)
 			}
-		case OpLookup:
+		case workload.OpLookup:
 			if len(op.Users) != 20 {
 				t.Fatalf("lookup of %d", len(op.Users))
 			}
 		}
 	}
-	for _, k := range []string{OpBatch, OpMember, OpLookup, OpPage} {
+	for _, k := range []string{workload.OpBatch, workload.OpMember, workload.OpLookup, workload.OpPage} {
 		if counts[k] < 800 || counts[k] > 1200 {
 			t.Errorf("%s drawn %d times of 4000 at weight 1/4", k, counts[k])
 		}
 	}
-	if n := sh.events.Load(); n != uint64(100*counts[OpBatch]) {
-		t.Errorf("event counter %d, want %d", n, 100*counts[OpBatch])
+	if n := sh.events.Load(); n != uint64(100*counts[workload.OpBatch]) {
+		t.Errorf("event counter %d, want %d", n, 100*counts[workload.OpBatch])
 	}
 }
 
 func TestHTTPTargets(t *testing.T) {
 	w := testWorld(t, func(sc *Scenario) {
-		sc.Ops = []OpSpec{defaultOp(OpEvent, 1), defaultOp(OpBatch, 1), defaultOp(OpTop, 1), defaultOp(OpPage, 1), defaultOp(OpLookup, 1), defaultOp(OpAround, 1)}
+		sc.Ops = []workload.OpSpec{workload.Op(workload.OpEvent, 1), workload.Op(workload.OpBatch, 1), workload.Op(workload.OpTop, 1), workload.Op(workload.OpPage, 1), workload.Op(workload.OpLookup, 1), workload.Op(workload.OpAround, 1)}
 		sc.Ops[1].Batch = 3
 		sc.Ops[2].Consistency = "primary"
 	})
 	api := newHTTPAPI(w)
-	op := Op{Spec: 0, Kind: OpEvent, Users: []int32{42}, Deltas: []int64{7}, Event: 5, Prefix: "rX"}
+	op := Op{Spec: 0, Kind: workload.OpEvent, Users: []int32{42}, Deltas: []int64{7}, Event: 5, Prefix: "rX"}
 	tg := api.Target(&op)
 	if tg.Method != "POST" || tg.URL != "http://127.0.0.1:8080/v1/events#0.0" {
 		t.Errorf("event target %s %s", tg.Method, tg.URL)
@@ -116,29 +118,29 @@ func TestHTTPTargets(t *testing.T) {
 	if ev["event_id"] != "rX.5" || ev["user"] != "lt42" || ev["delta"] != float64(7) || ev["family"] != "learning" || len(dims) != 2 {
 		t.Errorf("event body %s", tg.Body)
 	}
-	op = Op{Spec: 1, Kind: OpBatch, Users: []int32{1, 2, 3}, Deltas: []int64{1, 2, 3}, Event: 10, Prefix: "rX"}
+	op = Op{Spec: 1, Kind: workload.OpBatch, Users: []int32{1, 2, 3}, Deltas: []int64{1, 2, 3}, Event: 10, Prefix: "rX"}
 	var batch struct {
 		Events []map[string]any `json:"events"`
 	}
 	if err := json.Unmarshal(api.Target(&op).Body, &batch); err != nil || len(batch.Events) != 3 || batch.Events[2]["event_id"] != "rX.12" {
 		t.Errorf("batch body: %v %+v", err, batch)
 	}
-	op = Op{Spec: 2, Kind: OpTop, Board: 1}
+	op = Op{Spec: 2, Kind: workload.OpTop, Board: 1}
 	tg = api.Target(&op)
 	u, err := url.Parse(tg.URL)
 	if err != nil || u.Path != "/v1/boards/learning/current/province:p0/top" || u.Query().Get("limit") != "100" ||
 		u.Query().Get("consistency") != "primary" || u.Fragment != "2.1" {
 		t.Errorf("top target %s", tg.URL)
 	}
-	op = Op{Spec: 3, Kind: OpPage, Board: 0, Cursor: "abc_-"}
+	op = Op{Spec: 3, Kind: workload.OpPage, Board: 0, Cursor: "abc_-"}
 	if tg = api.Target(&op); !strings.Contains(tg.URL, "/national/entries?cursor=abc_-&limit=50#3.0") {
 		t.Errorf("page target %s", tg.URL)
 	}
-	op = Op{Spec: 4, Kind: OpLookup, Board: 0, Users: []int32{1, 2}}
+	op = Op{Spec: 4, Kind: workload.OpLookup, Board: 0, Users: []int32{1, 2}}
 	if tg = api.Target(&op); tg.Method != "POST" || string(tg.Body) != `{"users":["lt1","lt2"]}` {
 		t.Errorf("lookup target %s %s", tg.Method, tg.Body)
 	}
-	op = Op{Spec: 5, Kind: OpAround, Board: 0, Users: []int32{9}}
+	op = Op{Spec: 5, Kind: workload.OpAround, Board: 0, Users: []int32{9}}
 	if tg = api.Target(&op); !strings.Contains(tg.URL, "/national/members/lt9/around?radius=5#5.0") {
 		t.Errorf("around target %s", tg.URL)
 	}
@@ -155,13 +157,13 @@ func TestHTTPOutcome(t *testing.T) {
 		err  string
 		want string
 	}{
-		{OpTop, 200, `{"entries":[]}`, "", ""},
-		{OpMember, 404, `{"error":{"code":"not_ranked"}}`, "", "404"},
-		{OpTop, 503, "", "", "503"},
-		{OpBatch, 200, `{"results":[{"event_id":"a"},{"error":{"code":"out_of_range"}}]}`, "", "item_error"},
-		{OpBatch, 200, `{"results":[{"event_id":"a"}]}`, "", ""},
-		{OpTop, 0, "", "Get \"http://x\": context deadline exceeded (Client.Timeout exceeded)", "timeout"},
-		{OpTop, 0, "", "dial tcp 127.0.0.1:8080: connect: connection refused", "conn_refused"},
+		{workload.OpTop, 200, `{"entries":[]}`, "", ""},
+		{workload.OpMember, 404, `{"error":{"code":"not_ranked"}}`, "", "404"},
+		{workload.OpTop, 503, "", "", "503"},
+		{workload.OpBatch, 200, `{"results":[{"event_id":"a"},{"error":{"code":"out_of_range"}}]}`, "", "item_error"},
+		{workload.OpBatch, 200, `{"results":[{"event_id":"a"}]}`, "", ""},
+		{workload.OpTop, 0, "", "Get \"http://x\": context deadline exceeded (Client.Timeout exceeded)", "timeout"},
+		{workload.OpTop, 0, "", "dial tcp 127.0.0.1:8080: connect: connection refused", "conn_refused"},
 	}
 	for _, tt := range tests {
 		if got := httpOutcome(tt.kind, tt.code, []byte(tt.body), tt.err); got != tt.want {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // PrefillStats is what a prefill did.
@@ -29,23 +31,29 @@ type PrefillStats struct {
 
 // prefillEventID is deterministic, so a repeated prefill is a duplicate (a
 // no-op) on every board rather than extra points.
-func prefillEventID(prefix string, i int) string { return "pf." + prefix + "." + strconv.Itoa(i) }
+func prefillEventID(prefix string, i int) string {
+	return eventID(prefillEventPrefix(prefix), uint64(i))
+}
+
+func prefillEventPrefix(memberPrefix string) string { return "pf." + memberPrefix }
 
 // prefillPoints spreads members over 1..max points, deterministically.
 func prefillPoints(i int, max int64) int64 {
-	return 1 + int64(splitmix64(uint64(i)^0xa0761d6478bd642f)%uint64(max))
+	return 1 + int64(workload.Mix64(uint64(i)^0xa0761d6478bd642f)%uint64(max))
 }
 
-// prefill loads members [From, Members) through POST /v1/events:batch, one
-// event per member (national + the member's province and class boards),
-// Batch events per request, Concurrency requests in flight, with a progress
-// bar on stderr. It is bounded by the member count and by timeout.
-func prefill(ctx context.Context, w *World, stderr io.Writer, timeout time.Duration) (*PrefillStats, error) {
+// sendBatch loads the events of members [start, end) and returns how many
+// failed for good; an error stops the prefill.
+type sendBatch func(ctx context.Context, start, end int) (failed int, err error)
+
+// prefill loads members [From, Members), one event per member (national +
+// the member's province and class boards), Batch events per call of send,
+// Concurrency calls in flight, with a progress bar on stderr. It is bounded
+// by the member count and by timeout.
+func prefill(ctx context.Context, w *World, stderr io.Writer, timeout time.Duration, send sendBatch) (*PrefillStats, error) {
 	p := w.sc.Prefill
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := newHTTPClient(p.Concurrency, 30*time.Second)
-	url := strings.TrimRight(w.sc.Gateway, "/") + "/v1/events:batch"
 	total := p.Members - p.From
 	st := &PrefillStats{From: p.From, To: p.Members, Batch: p.Batch, Concurrency: p.Concurrency}
 	var done, failed atomic.Int64
@@ -58,7 +66,7 @@ func prefill(ctx context.Context, w *World, stderr io.Writer, timeout time.Durat
 			defer wg.Done()
 			for start := range batches {
 				end := min(start+p.Batch, p.Members)
-				n, err := postBatch(ctx, client, url, prefillEvents(w, start, end))
+				n, err := send(ctx, start, end)
 				if err != nil {
 					select {
 					case errc <- fmt.Errorf("members %d..%d: %w", start, end-1, err):
@@ -115,6 +123,62 @@ feed:
 		return st, fmt.Errorf("prefill stopped after %d of %d members: %w", st.Events, total, context.Cause(ctx))
 	}
 	return st, nil
+}
+
+// httpSend posts each batch to the gateway's POST /v1/events:batch.
+func httpSend(w *World) sendBatch {
+	client := newHTTPClient(w.sc.Prefill.Concurrency, 30*time.Second)
+	url := strings.TrimRight(w.sc.Gateway, "/") + "/v1/events:batch"
+	return func(ctx context.Context, start, end int) (int, error) {
+		return postBatch(ctx, client, url, prefillEvents(w, start, end))
+	}
+}
+
+// eventWriter writes a batch operation's events straight to Redis: the
+// baseline's write path, the gateway's ApplyBatch without HTTP.
+type eventWriter interface {
+	events(ctx context.Context, op *Op) error
+}
+
+var _ eventWriter = (*Baseline)(nil)
+
+// directSend writes each batch through ew (-prefill-direct): the same
+// scripts, keys, event ids and points as the HTTP prefill, so that the two
+// are interchangeable and a repeated prefill is a duplicate either way. It
+// exists to build boards of millions of members, where HTTP and JSON cost
+// more than the writes. A failed round trip is retried (safe: the event ids
+// are deterministic); a refusal of the period (frozen, out of range) stops.
+func directSend(w *World, ew eventWriter, backoff time.Duration) sendBatch {
+	return func(ctx context.Context, start, end int) (int, error) {
+		op := &Op{Kind: workload.OpBatch, Prefix: prefillEventPrefix(w.sc.MemberPrefix), Event: uint64(start),
+			Users: make([]int32, 0, end-start), Deltas: make([]int64, 0, end-start)}
+		for i := start; i < end; i++ {
+			op.Users = append(op.Users, int32(i))
+			op.Deltas = append(op.Deltas, prefillPoints(i, w.sc.Prefill.PointsMax))
+		}
+		var last error
+		for attempt := range 6 {
+			if attempt > 0 {
+				select {
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				case <-time.After(time.Duration(attempt*attempt) * backoff):
+				}
+			}
+			err := ew.events(ctx, op)
+			var refused errStatus
+			switch {
+			case err == nil:
+				return 0, nil
+			case ctx.Err() != nil:
+				return 0, ctx.Err()
+			case errors.As(err, &refused):
+				return 0, fmt.Errorf("the period refused the events: %w", err)
+			}
+			last = err
+		}
+		return 0, fmt.Errorf("gave up after 6 attempts: %w", last)
+	}
 }
 
 // prefillEvents renders the events of members [start, end) as JSON objects.

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,5 +133,85 @@ func TestPrefillEvents(t *testing.T) {
 	}
 	if s := progressBar(50, 100, 0, time.Second); !strings.Contains(s, " 50.0%") || !strings.Contains(s, "50/100") {
 		t.Errorf("progress bar %q", s)
+	}
+}
+
+// fakeWriter records the events of every batch it accepts; fail decides,
+// per call, the error to answer instead.
+type fakeWriter struct {
+	mu    sync.Mutex
+	calls int
+	fail  func(call int) error
+	ids   map[string]int64 // event id → points
+	users map[string]int   // member → events
+}
+
+func (f *fakeWriter) events(_ context.Context, op *Op) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.fail != nil {
+		if err := f.fail(f.calls); err != nil {
+			return err
+		}
+	}
+	for j, u := range op.Users {
+		f.ids[eventID(op.Prefix, op.Event+uint64(j))] = op.Deltas[j]
+		f.users["lt"+strconv.Itoa(int(u))]++
+	}
+	return nil
+}
+
+func TestDirectPrefill(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		fail    func(call int) error
+		wantErr string
+	}{
+		{name: "clean"},
+		{name: "transient errors are retried", fail: func(call int) error {
+			if call%3 == 1 {
+				return errors.New("i/o timeout")
+			}
+			return nil
+		}},
+		{name: "a frozen period stops the prefill", fail: func(int) error { return errStatus("closed") }, wantErr: "refused"},
+		{name: "a dead cluster gives up", fail: func(int) error { return errors.New("connection refused") }, wantErr: "gave up after 6 attempts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := testWorld(t, func(sc *Scenario) {
+				sc.Prefill = Prefill{Members: 1000, From: 10, Batch: 64, Concurrency: 3, PointsMax: 50}
+			})
+			fw := &fakeWriter{fail: tt.fail, ids: map[string]int64{}, users: map[string]int{}}
+			st, err := prefill(context.Background(), w, io.Discard, time.Minute, directSend(w, fw, time.Microsecond))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Events != 990 || st.Failed != 0 {
+				t.Errorf("stats %+v, want 990 events, 0 failed", st)
+			}
+			// Every member of [10, 1000) once, with the HTTP prefill's event
+			// id and points (so the two are interchangeable).
+			if len(fw.users) != 990 || len(fw.ids) != 990 {
+				t.Fatalf("%d members, %d event ids; want 990 each", len(fw.users), len(fw.ids))
+			}
+			for i := 10; i < 1000; i++ {
+				if n := fw.users["lt"+strconv.Itoa(i)]; n != 1 {
+					t.Fatalf("member %d: %d events, want 1", i, n)
+				}
+				if p, ok := fw.ids[prefillEventID("lt", i)]; !ok || p != prefillPoints(i, 50) {
+					t.Fatalf("member %d: event %q points %d (found %v), want %d", i, prefillEventID("lt", i), p, ok, prefillPoints(i, 50))
+				}
+			}
+		})
 	}
 }

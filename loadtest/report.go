@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // Result is one run against one target, as written to <target>.json.
@@ -230,7 +232,7 @@ func WriteReport(dir string, results []*Result, withPlots bool) (string, error) 
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-func opParams(o OpSpec) string {
+func opParams(o workload.OpSpec) string {
 	var p []string
 	add := func(k string, v any) { p = append(p, fmt.Sprintf("%s=%v", k, v)) }
 	if o.Board != "" {
@@ -240,16 +242,16 @@ func opParams(o OpSpec) string {
 		add("consistency", o.Consistency)
 	}
 	switch o.Op {
-	case OpTop:
+	case workload.OpTop:
 		add("limit", o.Limit)
-	case OpPage:
+	case workload.OpPage:
 		add("limit", o.Limit)
 		add("depth", o.Depth)
-	case OpBatch:
+	case workload.OpBatch:
 		add("batch", o.Batch)
-	case OpAround:
+	case workload.OpAround:
 		add("radius", o.Radius)
-	case OpLookup:
+	case workload.OpLookup:
 		add("users", o.Users)
 	}
 	return strings.Join(p, ", ")

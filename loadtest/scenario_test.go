@@ -2,10 +2,11 @@ package main
 
 import (
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 func TestParseScenario(t *testing.T) {
@@ -82,7 +83,7 @@ prefill:
 			yaml: "ops: [{op: page, weight: 1}, {op: lookup, weight: 1}, {op: around, weight: 1}]",
 			check: func(t *testing.T, sc Scenario) {
 				p, l, a := sc.Ops[0], sc.Ops[1], sc.Ops[2]
-				if p.Limit != 50 || p.Depth != 5 || p.Board != BoardAny || l.Users != 20 || a.Radius != 5 {
+				if p.Limit != 50 || p.Depth != 5 || p.Board != workload.BoardAny || l.Users != 20 || a.Radius != 5 {
 					t.Errorf("defaults: %+v %+v %+v", p, l, a)
 				}
 			},
@@ -110,44 +111,6 @@ prefill:
 	}
 }
 
-func TestParseMix(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    []string // name:op:weight:board
-		wantErr string
-	}{
-		{in: "event=20,top=50", want: []string{"event:event:20:", "top:top:50:any"}},
-		{in: " batch = 1 , top@national=3.5 ", want: []string{"batch:batch:1:", "top@national:top:3.5:national"}},
-		{in: "", wantErr: "empty"},
-		{in: "top", wantErr: "want op=weight"},
-		{in: "top=-1", wantErr: "weight"},
-		{in: "top=x", wantErr: "weight"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			ops, err := ParseMix(tt.in)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, o := range ops {
-				got = append(got, o.Name+":"+o.Op+":"+trimFloat(o.Weight)+":"+o.Board)
-			}
-			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func trimFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -163,15 +126,15 @@ func TestValidate(t *testing.T) {
 		{"gateway with path", func(sc *Scenario) { sc.Gateway = "http://127.0.0.1:8080/v1" }, "without a path"},
 		{"localhost ok", func(sc *Scenario) { sc.Gateway = "http://localhost:8080" }, ""},
 		{"bad prefix", func(sc *Scenario) { sc.MemberPrefix = "a b" }, "member_prefix"},
-		{"unknown op", func(sc *Scenario) { sc.Ops = []OpSpec{{Name: "x", Op: "delete", Weight: 1}} }, "ops[0].op"},
-		{"duplicate names", func(sc *Scenario) { sc.Ops = append(sc.Ops, defaultOp(OpTop, 1)) }, "used twice"},
+		{"unknown op", func(sc *Scenario) { sc.Ops = []workload.OpSpec{{Name: "x", Op: "delete", Weight: 1}} }, "ops[0].op"},
+		{"duplicate names", func(sc *Scenario) { sc.Ops = append(sc.Ops, workload.Op(workload.OpTop, 1)) }, "used twice"},
 		{"zero weights", func(sc *Scenario) {
 			for i := range sc.Ops {
 				sc.Ops[i].Weight = 0
 			}
 		}, "weights must add up"},
-		{"board on write", func(sc *Scenario) { sc.Ops[0].Board = BoardNational }, "board is for reads"},
-		{"province without provinces", func(sc *Scenario) { sc.Provinces = 0; sc.Ops[2].Board = BoardProvince }, "province boards need provinces"},
+		{"board on write", func(sc *Scenario) { sc.Ops[0].Board = workload.BoardNational }, "board is for reads"},
+		{"province without provinces", func(sc *Scenario) { sc.Provinces = 0; sc.Ops[2].Board = workload.BoardProvince }, "province boards need provinces"},
 		{"consistency on write", func(sc *Scenario) { sc.Ops[0].Consistency = "primary" }, "is for reads"},
 		{"bad consistency", func(sc *Scenario) { sc.Ops[2].Consistency = "eventual" }, "consistency"},
 		{"limit too big", func(sc *Scenario) { sc.Ops[2].Limit = 5000 }, "limit"},

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 func durs(ms ...int) []time.Duration {
@@ -57,7 +59,7 @@ func TestPercentile(t *testing.T) {
 func TestSummarize(t *testing.T) {
 	lats := durs(5, 1, 3, 2, 4)
 	slices.Sort(lats)
-	s := summarize("top", OpTop, lats, 1, 5, 2, true)
+	s := summarize("top", workload.OpTop, lats, 1, 5, 2, true)
 	if s.Count != 5 || s.Errors != 1 || s.Rate != 2.5 || s.ItemRate != 2.5 {
 		t.Errorf("counts: %+v", s)
 	}
@@ -86,7 +88,7 @@ func TestRecorderFinish(t *testing.T) {
 	add(1, 900, 4, "503", 1)
 	add(1, 1500, 6, "", 1)
 	add(0, 1600, 20, "item_error", 100)
-	total, ops, series, lag := rec.Finish([]string{OpEvent, OpTop}, 2)
+	total, ops, series, lag := rec.Finish([]string{workload.OpEvent, workload.OpTop}, 2)
 	if lag != nil {
 		t.Errorf("closed-loop results have no lag: %+v", lag)
 	}
@@ -124,7 +126,7 @@ func TestRecorderWindows(t *testing.T) {
 	// Two phases: [0, 2.2s) and [5s, 7s); seconds 2 (20% covered), 3 and 4 are out.
 	rec.Window(begin, begin.Add(2200*time.Millisecond))
 	rec.Window(begin.Add(5*time.Second), begin.Add(7*time.Second))
-	total, _, series, _ := rec.Finish([]string{OpTop}, 4.2)
+	total, _, series, _ := rec.Finish([]string{workload.OpTop}, 4.2)
 	if total.Count != 6 {
 		t.Errorf("totals keep every request: %d", total.Count)
 	}

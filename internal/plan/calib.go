@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // Calibration is what the planner measured on a live cluster: bytes per
@@ -267,18 +269,18 @@ func (o *OpCost) FitWrites() {
 // OpKey names an operation with the parameters that change its cost:
 // "event", "batch:100", "top:100", "member", "around:5", "page:50:5",
 // "lookup:20".
-func OpKey(o OpSpec) string {
+func OpKey(o workload.OpSpec) string {
 	switch o.Op {
-	case OpBatch:
-		return OpBatch + ":" + strconv.Itoa(o.Batch)
-	case OpTop:
-		return OpTop + ":" + strconv.Itoa(o.Limit)
-	case OpAround:
-		return OpAround + ":" + strconv.Itoa(o.Radius)
-	case OpPage:
-		return OpPage + ":" + strconv.Itoa(o.Limit) + ":" + strconv.Itoa(o.Depth)
-	case OpLookup:
-		return OpLookup + ":" + strconv.Itoa(o.Users)
+	case workload.OpBatch:
+		return workload.OpBatch + ":" + strconv.Itoa(o.Batch)
+	case workload.OpTop:
+		return workload.OpTop + ":" + strconv.Itoa(o.Limit)
+	case workload.OpAround:
+		return workload.OpAround + ":" + strconv.Itoa(o.Radius)
+	case workload.OpPage:
+		return workload.OpPage + ":" + strconv.Itoa(o.Limit) + ":" + strconv.Itoa(o.Depth)
+	case workload.OpLookup:
+		return workload.OpLookup + ":" + strconv.Itoa(o.Users)
 	}
 	return o.Op
 }
@@ -286,18 +288,18 @@ func OpKey(o OpSpec) string {
 // StandardOps are calibrated on every run besides the scenario's own:
 // event, batch of 100, top 10 and 100, member, around 5, page 50 (walks of
 // 5), lookup of 20.
-func StandardOps() []OpSpec {
-	sc := Scenario{Ops: []OpSpec{{Op: OpEvent}, {Op: OpBatch, Batch: 100}, {Op: OpTop, Limit: 10}, {Op: OpTop, Limit: 100},
-		{Op: OpMember}, {Op: OpAround, Radius: 5}, {Op: OpPage, Limit: 50, Depth: 5}, {Op: OpLookup, Users: 20}}}
+func StandardOps() []workload.OpSpec {
+	sc := Scenario{Ops: []workload.OpSpec{{Op: workload.OpEvent}, {Op: workload.OpBatch, Batch: 100}, {Op: workload.OpTop, Limit: 10}, {Op: workload.OpTop, Limit: 100},
+		{Op: workload.OpMember}, {Op: workload.OpAround, Radius: 5}, {Op: workload.OpPage, Limit: 50, Depth: 5}, {Op: workload.OpLookup, Users: 20}}}
 	sc.fillDefaults()
 	return sc.Ops
 }
 
 // OpsToCalibrate returns the standard operations plus the scenario's, one
 // per OpKey, in a stable order.
-func OpsToCalibrate(sc *Scenario) []OpSpec {
+func OpsToCalibrate(sc *Scenario) []workload.OpSpec {
 	seen := map[string]bool{}
-	var out []OpSpec
+	var out []workload.OpSpec
 	for _, o := range append(StandardOps(), sc.Ops...) {
 		k := OpKey(o)
 		if seen[k] {

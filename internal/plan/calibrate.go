@@ -22,6 +22,7 @@ import (
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // CalibrateOptions configure a calibration run.
@@ -172,8 +173,8 @@ func (r *run) service(small int) error {
 	if r.big < 2 {
 		r.big = 8
 	}
-	ops.Dimensions = map[string]config.Dimension{config.DimNational: {Shards: r.big}, BoardProvince: {Shards: 1}, BoardClass: {Shards: 1}}
-	ops.DimensionTypes = []string{BoardClass, BoardProvince}
+	ops.Dimensions = map[string]config.Dimension{config.DimNational: {Shards: r.big}, workload.BoardProvince: {Shards: 1}, workload.BoardClass: {Shards: 1}}
+	ops.DimensionTypes = []string{workload.BoardClass, workload.BoardProvince}
 	cfg.Families[opsFamily] = &ops
 	cfg.FamilyNames = sortedKeys(cfg.Families)
 	if cfg.Limits.MaxBatch < 1 {
@@ -409,7 +410,7 @@ func (r *run) ops(ctx context.Context) (map[string]OpCost, [2]int, error) {
 	n := r.o.Sample
 	r.log.Info("calibrating commands per call", "family", opsFamily, "members", n, "national_shards", r.big)
 	dims := func(i int) map[string]string {
-		return map[string]string{BoardProvince: "p" + strconv.Itoa(i%4), BoardClass: "c" + strconv.Itoa(i%8)}
+		return map[string]string{workload.BoardProvince: "p" + strconv.Itoa(i%4), workload.BoardClass: "c" + strconv.Itoa(i%8)}
 	}
 	evs := make([]gateway.Event, n)
 	for i := range evs {
@@ -420,7 +421,7 @@ func (r *run) ops(ctx context.Context) (map[string]OpCost, [2]int, error) {
 		return nil, shards, err
 	}
 	national := gateway.BoardRef{Family: opsFamily, Period: "current", Dimension: shard.National}
-	province := gateway.BoardRef{Family: opsFamily, Period: "current", Dimension: BoardProvince + ":p0"}
+	province := gateway.BoardRef{Family: opsFamily, Period: "current", Dimension: workload.BoardProvince + ":p0"}
 	// Members of each read board: national holds all, p0 every 4th.
 	onBoard := func(s int) func() string {
 		if s == 1 {
@@ -440,9 +441,9 @@ func (r *run) ops(ctx context.Context) (map[string]OpCost, [2]int, error) {
 		key := OpKey(spec)
 		cost := OpCost{Kind: spec.Op}
 		switch spec.Op {
-		case OpEvent, OpBatch:
+		case workload.OpEvent, workload.OpBatch:
 			size := 1
-			if spec.Op == OpBatch {
+			if spec.Op == workload.OpBatch {
 				size = spec.Batch
 			}
 			call := func(ctx context.Context) error {
@@ -469,16 +470,16 @@ func (r *run) ops(ctx context.Context) (map[string]OpCost, [2]int, error) {
 				ref, pick := refOf(s), onBoard(s)
 				var call func(ctx context.Context) error
 				switch spec.Op {
-				case OpTop:
+				case workload.OpTop:
 					call = func(ctx context.Context) error { _, err := r.svc.Top(ctx, ref, spec.Limit, primary); return err }
-				case OpMember:
+				case workload.OpMember:
 					call = func(ctx context.Context) error { _, err := r.svc.Member(ctx, ref, pick(), primary); return err }
-				case OpAround:
+				case workload.OpAround:
 					call = func(ctx context.Context) error {
 						_, err := r.svc.Around(ctx, ref, pick(), spec.Radius, primary)
 						return err
 					}
-				case OpLookup:
+				case workload.OpLookup:
 					call = func(ctx context.Context) error {
 						users := make([]string, spec.Users)
 						for j := range users {
@@ -487,7 +488,7 @@ func (r *run) ops(ctx context.Context) (map[string]OpCost, [2]int, error) {
 						_, err := r.svc.Lookup(ctx, ref, users, primary)
 						return err
 					}
-				case OpPage:
+				case workload.OpPage:
 					// A walk of depth pages, first page included: one call per page.
 					var cursor string
 					page := 0

@@ -12,6 +12,7 @@ import (
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/testcluster"
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // calibrationEnv is a masters' client on the test cluster and a config
@@ -26,10 +27,10 @@ func calibrationEnv(t *testing.T) (redis.UniversalClient, *config.Config) {
 	t.Cleanup(func() { _ = c.Close() })
 	cfg := config.Default()
 	cfg.Redis.Addrs = addrs
-	f := testFamily(config.TieFirst, map[string]int{BoardNational: 4, BoardProvince: 1, BoardClass: 1})
+	f := testFamily(config.TieFirst, map[string]int{workload.BoardNational: 4, workload.BoardProvince: 1, workload.BoardClass: 1})
 	f.MaxPoints, f.SeqCapacity, f.RulesVersion, f.WeekStart = config.DefaultTieFirstMaxPoints, config.DefaultSeqCapacity, "t", time.Monday
 	f.Grace = 5 * time.Minute
-	f.DimensionTypes = []string{BoardClass, BoardProvince}
+	f.DimensionTypes = []string{workload.BoardClass, workload.BoardProvince}
 	cfg.Families["learning"] = f
 	cfg.FamilyNames = []string{"learning"}
 	if err := cfg.Validate(); err != nil {
@@ -56,7 +57,7 @@ func keysUnder(t *testing.T, c redis.UniversalClient, prefix string) int {
 func TestCalibrateOnTheCluster(t *testing.T) {
 	c, cfg := calibrationEnv(t)
 	sc := DefaultScenario()
-	sc.Ops = append(sc.Ops, OpSpec{Op: OpLookup, Weight: 1, Users: 5, Name: "lookup5"})
+	sc.Ops = append(sc.Ops, workload.OpSpec{Op: workload.OpLookup, Weight: 1, Users: 5, Name: "lookup5"})
 	sc.fillDefaults()
 	prefix := testcluster.Prefix(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // Input is everything a projection needs: the scenario, the family's rules
@@ -254,9 +255,9 @@ func Project(in Input) (*Plan, error) {
 		ol := OpLoad{Name: o.Name, Key: key, Calls: calls}
 		load := cost.load // commands → Load
 		switch o.Op {
-		case OpEvent, OpBatch:
+		case workload.OpEvent, workload.OpBatch:
 			n := 1.0
-			if o.Op == OpBatch {
+			if o.Op == workload.OpBatch {
 				n = float64(o.Batch)
 			}
 			ev := calls * n
@@ -281,8 +282,8 @@ func Project(in Input) (*Plan, error) {
 			reads += calls
 			level := servedAt(o, f, in.ReplicaReads)
 			ol.Consistency = level
-			member := o.Op == OpMember || o.Op == OpAround || o.Op == OpLookup
-			q := w.ReadBoards(o.Board, sc.BoardSkew, member)
+			member := o.Op == workload.OpMember || o.Op == workload.OpAround || o.Op == workload.OpLookup
+			q := w.ReadBoards(o.Board, member)
 			for bi, qb := range q {
 				if qb == 0 {
 					continue
@@ -291,7 +292,7 @@ func Project(in Input) (*Plan, error) {
 				c := calls * qb
 				lc := c
 				switch {
-				case level == "cached" && o.Op == OpPage:
+				case level == "cached" && o.Op == workload.OpPage:
 					first := c / float64(o.Depth)
 					lc = CacheLoads(first, f.CacheTTL, sc.Gateways) + (c - first)
 				case level == "cached":
@@ -446,9 +447,9 @@ func Project(in Input) (*Plan, error) {
 	return p, nil
 }
 
-func hasWrites(ops []OpSpec) bool {
+func hasWrites(ops []workload.OpSpec) bool {
 	for _, o := range ops {
-		if (o.Op == OpEvent || o.Op == OpBatch) && o.Weight > 0 {
+		if (o.Op == workload.OpEvent || o.Op == workload.OpBatch) && o.Weight > 0 {
 			return true
 		}
 	}
@@ -460,9 +461,9 @@ func hasWrites(ops []OpSpec) bool {
 // with cache_ttl 0 is primary, replica without replica reads is primary.
 // Member reads asked as cached are counted as primary: their cache keys
 // hold the member, so few repeat.
-func servedAt(o OpSpec, f *config.Family, replicaReads bool) string {
+func servedAt(o workload.OpSpec, f *config.Family, replicaReads bool) string {
 	c := o.Consistency
-	member := o.Op == OpMember || o.Op == OpAround || o.Op == OpLookup
+	member := o.Op == workload.OpMember || o.Op == workload.OpAround || o.Op == workload.OpLookup
 	if c == "" {
 		c = "cached"
 		if member {

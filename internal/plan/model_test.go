@@ -10,6 +10,7 @@ import (
 
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // testCal is a hand-made calibration: round numbers, so expectations are
@@ -29,9 +30,9 @@ func testCal() Calibration {
 	for _, o := range OpsToCalibrate(&Scenario{}) {
 		ops[OpKey(o)] = OpCost{Kind: o.Op, PerShard: 1}
 	}
-	ops["event"] = OpCost{Kind: OpEvent, PerBoard: 1, Period: 1, Server: 8, Usec: 10}
-	ops["batch:100"] = OpCost{Kind: OpBatch, PerBoard: 1, Period: 1, Server: 8, Usec: 10}
-	ops["member"] = OpCost{Kind: OpMember, Home: 1, PerShard: 1, Server: 6, Usec: 20}
+	ops["event"] = OpCost{Kind: workload.OpEvent, PerBoard: 1, Period: 1, Server: 8, Usec: 10}
+	ops["batch:100"] = OpCost{Kind: workload.OpBatch, PerBoard: 1, Period: 1, Server: 8, Usec: 10}
+	ops["member"] = OpCost{Kind: workload.OpMember, Home: 1, PerShard: 1, Server: 6, Usec: 20}
 	return Calibration{ListpackMaxEntries: 128, HashListpackMaxEntries: 512, OpsShards: [2]int{1, 16}, Memory: []MemorySample{
 		mem(config.TieMember, 100, "listpack", 10), mem(config.TieFirst, 100, "listpack", 20),
 		mem(config.TieMember, 5000, "skiplist", 100), mem(config.TieFirst, 5000, "skiplist", 100),
@@ -49,7 +50,7 @@ func testFamily(tie string, dims map[string]int) *config.Family {
 }
 
 // scenario is a small world: members on national only, one op.
-func scenario(members int, ops ...OpSpec) Scenario {
+func scenario(members int, ops ...workload.OpSpec) Scenario {
 	sc := DefaultScenario()
 	sc.Members, sc.Provinces, sc.Classes, sc.MemberSkew, sc.BoardSkew = members, 0, 0, 0, 0
 	sc.Rate, sc.Ops = 100, ops
@@ -76,7 +77,7 @@ func project(t *testing.T, in Input) *Plan {
 }
 
 func TestProjectMemory(t *testing.T) {
-	top := OpSpec{Op: OpTop, Weight: 1, Board: BoardNational}
+	top := workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardNational}
 	for _, tc := range []struct {
 		title   string
 		members int
@@ -108,7 +109,7 @@ func TestProjectMemory(t *testing.T) {
 				// every shard stays within the listpack limit.
 				sc.Members = 400
 			}
-			f := testFamily(config.TieMember, map[string]int{BoardNational: tc.shards})
+			f := testFamily(config.TieMember, map[string]int{workload.BoardNational: tc.shards})
 			f.Source = tc.source
 			p := project(t, Input{Scenario: sc, Family: f, Ledger: tc.ledger})
 			if !near(p.Totals.Bytes, tc.want, 1e-6) {
@@ -129,9 +130,9 @@ func TestProjectMemory(t *testing.T) {
 }
 
 func TestProjectWritesGoHomeAndToThePeriodSlot(t *testing.T) {
-	sc := scenario(1000, OpSpec{Op: OpEvent, Weight: 1})
+	sc := scenario(1000, workload.OpSpec{Op: workload.OpEvent, Weight: 1})
 	sc.Gateways = 2
-	f := testFamily(config.TieFirst, map[string]int{BoardNational: 4})
+	f := testFamily(config.TieFirst, map[string]int{workload.BoardNational: 4})
 	p := project(t, Input{Scenario: sc, Family: f})
 	// 100 events/s: 1 script each on national, 1 INCRBY per call, and each
 	// gateway's period-state read once a second.
@@ -170,7 +171,7 @@ func TestProjectReadsByConsistency(t *testing.T) {
 	const s = 4
 	for _, tc := range []struct {
 		title        string
-		op           OpSpec
+		op           workload.OpSpec
 		ttl          time.Duration
 		replicaReads bool
 		gateways     int
@@ -179,21 +180,21 @@ func TestProjectReadsByConsistency(t *testing.T) {
 	}{
 		// 100 calls/s of top on one key, cache TTL 1 s in 2 gateways:
 		// c / (1 + c·TTL/g) calls reach Redis, each costs 1 command per shard.
-		{"cached top", OpSpec{Op: OpTop, Weight: 1, Board: BoardNational}, time.Second, false, 2, 4 * 100 / (1 + 100.0/2), 0, "cached"},
-		{"cache off", OpSpec{Op: OpTop, Weight: 1, Board: BoardNational}, 0, false, 1, 400, 0, "primary"},
-		{"primary top", OpSpec{Op: OpTop, Weight: 1, Board: BoardNational, Consistency: "primary"}, time.Second, false, 1, 400, 0, "primary"},
-		{"replica top", OpSpec{Op: OpTop, Weight: 1, Board: BoardNational, Consistency: "replica"}, time.Second, true, 1, 0, 400, "replica"},
-		{"replica without replica reads", OpSpec{Op: OpTop, Weight: 1, Board: BoardNational, Consistency: "replica"}, time.Second, false, 1, 400, 0, "primary"},
+		{"cached top", workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardNational}, time.Second, false, 2, 4 * 100 / (1 + 100.0/2), 0, "cached"},
+		{"cache off", workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardNational}, 0, false, 1, 400, 0, "primary"},
+		{"primary top", workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardNational, Consistency: "primary"}, time.Second, false, 1, 400, 0, "primary"},
+		{"replica top", workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardNational, Consistency: "replica"}, time.Second, true, 1, 0, 400, "replica"},
+		{"replica without replica reads", workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardNational, Consistency: "replica"}, time.Second, false, 1, 400, 0, "primary"},
 		// Member reads: Home (1) on the member's shard + PerShard (1) on each.
-		{"member", OpSpec{Op: OpMember, Weight: 1, Board: BoardNational}, time.Second, false, 1, 100 * (1 + s), 0, "primary"},
-		{"member asked cached is counted as primary", OpSpec{Op: OpMember, Weight: 1, Board: BoardNational, Consistency: "cached"}, time.Second, false, 1, 500, 0, "primary"},
+		{"member", workload.OpSpec{Op: workload.OpMember, Weight: 1, Board: workload.BoardNational}, time.Second, false, 1, 100 * (1 + s), 0, "primary"},
+		{"member asked cached is counted as primary", workload.OpSpec{Op: workload.OpMember, Weight: 1, Board: workload.BoardNational, Consistency: "cached"}, time.Second, false, 1, 500, 0, "primary"},
 		// Pages: the first of each walk of 5 is cached, the rest are not.
-		{"cached pages", OpSpec{Op: OpPage, Weight: 1, Board: BoardNational}, time.Second, false, 1, 4 * (CacheLoads(20, time.Second, 1) + 80), 0, "cached"},
+		{"cached pages", workload.OpSpec{Op: workload.OpPage, Weight: 1, Board: workload.BoardNational}, time.Second, false, 1, 4 * (CacheLoads(20, time.Second, 1) + 80), 0, "cached"},
 	} {
 		t.Run(tc.title, func(t *testing.T) {
 			sc := scenario(1000, tc.op)
 			sc.Gateways = tc.gateways
-			f := testFamily(config.TieMember, map[string]int{BoardNational: s})
+			f := testFamily(config.TieMember, map[string]int{workload.BoardNational: s})
 			f.CacheTTL = tc.ttl
 			p := project(t, Input{Scenario: sc, Family: f, ReplicaReads: tc.replicaReads})
 			if !near(p.Totals.Masters.Commands, tc.master, 1e-9) || !near(p.Totals.Replicas.Commands, tc.rep, 1e-9) {
@@ -212,13 +213,17 @@ func TestProjectReadsByConsistency(t *testing.T) {
 // Board skew puts the hottest read board's single shard at the top of the
 // hot slots, and every board's load on the master of its slots.
 func TestProjectHotSlotFollowsBoardSkew(t *testing.T) {
-	sc := scenario(10000, OpSpec{Op: OpTop, Weight: 1, Board: BoardProvince, Consistency: "primary"})
+	sc := scenario(10000, workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardProvince, Consistency: "primary"})
 	sc.Provinces, sc.BoardSkew = 10, 1.5
-	f := testFamily(config.TieMember, map[string]int{BoardNational: 1, BoardProvince: 1})
+	f := testFamily(config.TieMember, map[string]int{workload.BoardNational: 1, workload.BoardProvince: 1})
 	p := project(t, Input{Scenario: sc, Family: f})
 	wantSlot := shard.Slot("{learning:province:p0:00}")
-	if h := p.HotSlots[0]; h.Slot != wantSlot || !near(h.Commands, 100*newZipfTable(10, 1.5).p(0), 1e-9) {
-		t.Errorf("hottest slot %+v, want slot %d with %.1f commands/s", h, wantSlot, 100*newZipfTable(10, 1.5).p(0))
+	z, err := workload.NewZipfTable(10, 1.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := p.HotSlots[0]; h.Slot != wantSlot || !near(h.Commands, 100*z.P(0), 1e-9) {
+		t.Errorf("hottest slot %+v, want slot %d with %.1f commands/s", h, wantSlot, 100*z.P(0))
 	}
 	pl := EvenPlacement(3)
 	for _, m := range p.Masters {
@@ -257,10 +262,10 @@ func TestPlacement(t *testing.T) {
 }
 
 func TestProjectWarnsOnPileUpAndBudgets(t *testing.T) {
-	sc := scenario(100000, OpSpec{Op: OpTop, Weight: 1, Board: BoardNational, Consistency: "primary"})
+	sc := scenario(100000, workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardNational, Consistency: "primary"})
 	sc.MaxMemoryPerMaster = 1 << 20
 	sc.MaxOpsPerMaster = 100
-	f := testFamily(config.TieMember, map[string]int{BoardNational: 16})
+	f := testFamily(config.TieMember, map[string]int{workload.BoardNational: 16})
 	// One master holds nearly every slot.
 	pl := Placement{Source: "test", Ranges: []SlotRange{{Start: 0, End: 16000, Master: "a"}, {Start: 16001, End: 16383, Master: "b"}}}
 	p := project(t, Input{Scenario: sc, Family: f, Placement: pl})
@@ -275,9 +280,9 @@ func TestProjectWarnsOnPileUpAndBudgets(t *testing.T) {
 func TestProjectWarnsOnAnExpensiveSlot(t *testing.T) {
 	// 50000 events/s × 10 µs on one shard: half a core, above the 25 % a
 	// shard may take; 50000 INCRBY/s on the period key too.
-	sc := scenario(1000, OpSpec{Op: OpEvent, Weight: 1})
+	sc := scenario(1000, workload.OpSpec{Op: workload.OpEvent, Weight: 1})
 	sc.Rate = 50000
-	p := project(t, Input{Scenario: sc, Family: testFamily(config.TieFirst, map[string]int{BoardNational: 1})})
+	p := project(t, Input{Scenario: sc, Family: testFamily(config.TieFirst, map[string]int{workload.BoardNational: 1})})
 	all := strings.Join(p.Warnings, "\n")
 	for _, want := range []string{"executing its commands takes 50% of its master's thread", "the period key of learning takes 50001 commands/s"} {
 		if !strings.Contains(all, want) {
@@ -360,19 +365,19 @@ func TestDerivedPeriods(t *testing.T) {
 func TestFits(t *testing.T) {
 	// top: 1 command at 1 shard, 16 + 4 re-asks at 16: the intercept would
 	// be negative, so all of it is per shard at 16.
-	o := OpCost{Kind: OpTop, Measured: []OpMeasure{{Shards: 16, Calls: 10, ShardCommands: 20, ServerCommands: 40}, {Shards: 1, Calls: 10, ShardCommands: 1, ServerCommands: 2}}}
+	o := OpCost{Kind: workload.OpTop, Measured: []OpMeasure{{Shards: 16, Calls: 10, ShardCommands: 20, ServerCommands: 40}, {Shards: 1, Calls: 10, ShardCommands: 1, ServerCommands: 2}}}
 	o.FitReads()
 	if o.Home != 0 || !near(o.PerShard, 20.0/16, 1e-12) || !near(o.Server, 2, 1e-12) {
 		t.Errorf("top fit %+v", o)
 	}
 	// member: 1 + S.
-	o = OpCost{Kind: OpMember, Measured: []OpMeasure{{Shards: 1, Calls: 5, ShardCommands: 2}, {Shards: 16, Calls: 5, ShardCommands: 17}}}
+	o = OpCost{Kind: workload.OpMember, Measured: []OpMeasure{{Shards: 1, Calls: 5, ShardCommands: 2}, {Shards: 16, Calls: 5, ShardCommands: 17}}}
 	o.FitReads()
 	if !near(o.Home, 1, 1e-12) || !near(o.PerShard, 1, 1e-12) || o.Amplification() != 1 {
 		t.Errorf("member fit %+v", o)
 	}
 	// event: 3 boards, 1 script each, 1 INCRBY; server 3 × 8 + 1.
-	o = OpCost{Kind: OpEvent, Measured: []OpMeasure{{Shards: 16, Calls: 100, Boards: 3, Events: 1, ShardCommands: 3, Period: 1, ServerCommands: 25, ServerUsec: 300}}}
+	o = OpCost{Kind: workload.OpEvent, Measured: []OpMeasure{{Shards: 16, Calls: 100, Boards: 3, Events: 1, ShardCommands: 3, Period: 1, ServerCommands: 25, ServerUsec: 300}}}
 	o.FitWrites()
 	if !near(o.PerBoard, 1, 1e-12) || !near(o.Period, 1, 1e-12) || !near(o.Server, 8, 1e-12) || !near(o.Usec, 100, 1e-12) {
 		t.Errorf("event fit %+v", o)
@@ -433,19 +438,19 @@ func TestOpKeys(t *testing.T) {
 			t.Errorf("%s is not calibrated", k)
 		}
 	}
-	sc.Ops = append(sc.Ops, OpSpec{Op: OpTop, Weight: 1, Limit: 37})
+	sc.Ops = append(sc.Ops, workload.OpSpec{Op: workload.OpTop, Weight: 1, Limit: 37})
 	if ops := OpsToCalibrate(&sc); OpKey(ops[len(ops)-1]) != "top:37" {
 		t.Errorf("the scenario's own top:37 must be calibrated: %v", ops[len(ops)-1])
 	}
 }
 
 func TestProjectErrors(t *testing.T) {
-	f := testFamily(config.TieMember, map[string]int{BoardNational: 1})
-	sc := scenario(100, OpSpec{Op: OpTop, Weight: 1, Limit: 37, Board: BoardNational})
+	f := testFamily(config.TieMember, map[string]int{workload.BoardNational: 1})
+	sc := scenario(100, workload.OpSpec{Op: workload.OpTop, Weight: 1, Limit: 37, Board: workload.BoardNational})
 	if _, err := Project(Input{Scenario: sc, Family: f, Calibration: testCal(), Placement: EvenPlacement(1)}); err == nil || !strings.Contains(err.Error(), "top:37") {
 		t.Errorf("an uncalibrated op: %v", err)
 	}
-	sc = scenario(100, OpSpec{Op: OpTop, Weight: 1, Board: BoardNational})
+	sc = scenario(100, workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardNational})
 	sc.Classes = 3
 	if _, err := Project(Input{Scenario: sc, Family: f, Calibration: testCal(), Placement: EvenPlacement(1)}); err == nil || !strings.Contains(err.Error(), "class") {
 		t.Errorf("classes without a class dimension: %v", err)
@@ -459,7 +464,7 @@ func TestWriteTableAndJSON(t *testing.T) {
 	sc := DefaultScenario()
 	sc.Members = 5000
 	sc.MaxMemoryPerMaster = 8 << 30
-	f := testFamily(config.TieFirst, map[string]int{BoardNational: 16, BoardProvince: 1, BoardClass: 1})
+	f := testFamily(config.TieFirst, map[string]int{workload.BoardNational: 16, workload.BoardProvince: 1, workload.BoardClass: 1})
 	p := project(t, Input{Scenario: sc, Family: f})
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, p); err != nil {

@@ -7,32 +7,12 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-)
 
-// Operation kinds, as the load tool names them (loadtest/scenario.go).
-const (
-	OpEvent  = "event"
-	OpBatch  = "batch"
-	OpTop    = "top"
-	OpMember = "member"
-	OpAround = "around"
-	OpPage   = "page"
-	OpLookup = "lookup"
-)
-
-var opKinds = []string{OpEvent, OpBatch, OpTop, OpMember, OpAround, OpPage, OpLookup}
-
-// Board selectors of a read.
-const (
-	BoardNational = "national"
-	BoardProvince = "province"
-	BoardClass    = "class"
-	BoardAny      = "any"
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // Scenario is what the planner reads of a load-tool scenario (only the keys
@@ -40,21 +20,15 @@ const (
 // files may be layered: later files override the keys they set, and a file
 // that lists ops replaces the mix.
 type Scenario struct {
-	Name         string  `yaml:"name" json:"name"`
-	Family       string  `yaml:"family" json:"family"`
-	Members      int     `yaml:"members" json:"members"`
-	MemberPrefix string  `yaml:"member_prefix" json:"member_prefix"`
-	Provinces    int     `yaml:"provinces" json:"provinces"`
-	Classes      int     `yaml:"classes" json:"classes"`
-	BoardSkew    float64 `yaml:"board_skew" json:"board_skew"`
-	MemberSkew   float64 `yaml:"member_skew" json:"member_skew"`
-	DeltaMax     int64   `yaml:"delta_max" json:"delta_max"`
-	Mode         string  `yaml:"mode" json:"mode"`
+	Name string `yaml:"name" json:"name"`
+	// The data shape, as the load tool reads it.
+	workload.Shape `yaml:",inline"`
+	Mode           string `yaml:"mode" json:"mode"`
 	// Rate is the request rate the plan is for (requests/s over the whole
 	// gateway fleet). The load tool reads it in open loop only; the planner
 	// always needs it.
-	Rate float64  `yaml:"rate" json:"rate"`
-	Ops  []OpSpec `yaml:"ops" json:"ops"`
+	Rate float64           `yaml:"rate" json:"rate"`
+	Ops  []workload.OpSpec `yaml:"ops" json:"ops"`
 
 	// Planner-only keys.
 
@@ -91,20 +65,6 @@ type Scenario struct {
 	MaxShardOpsFraction float64 `yaml:"max_shard_ops_fraction" json:"max_shard_ops_fraction"`
 }
 
-// OpSpec is one weighted operation of the mix.
-type OpSpec struct {
-	Name        string  `yaml:"name" json:"name"`
-	Op          string  `yaml:"op" json:"op"`
-	Weight      float64 `yaml:"weight" json:"weight"`
-	Board       string  `yaml:"board" json:"board,omitempty"`
-	Limit       int     `yaml:"limit" json:"limit,omitempty"`
-	Consistency string  `yaml:"consistency" json:"consistency,omitempty"`
-	Batch       int     `yaml:"batch" json:"batch,omitempty"`
-	Radius      int     `yaml:"radius" json:"radius,omitempty"`
-	Users       int     `yaml:"users" json:"users,omitempty"`
-	Depth       int     `yaml:"depth" json:"depth,omitempty"`
-}
-
 // Planner defaults.
 const (
 	DefaultEventsPerMember  = 10
@@ -118,12 +78,7 @@ const (
 // DefaultScenario) with the planner's defaults.
 func DefaultScenario() Scenario {
 	sc := Scenario{
-		Name: "mixed", Family: "learning", Members: 100000, MemberPrefix: "lt", Provinces: 8, Classes: 50,
-		BoardSkew: 1.0, MemberSkew: 0.9, DeltaMax: 20, Mode: "open", Rate: 200,
-		Ops: []OpSpec{
-			{Op: OpEvent, Weight: 20}, {Op: OpBatch, Weight: 2}, {Op: OpTop, Weight: 40}, {Op: OpMember, Weight: 14},
-			{Op: OpAround, Weight: 8}, {Op: OpPage, Weight: 8}, {Op: OpLookup, Weight: 8},
-		},
+		Name: "mixed", Shape: workload.DefaultShape(), Mode: "open", Rate: 200, Ops: workload.DefaultOps(),
 		EventsPerMemberPerPeriod: DefaultEventsPerMember, MaxOpsPerMaster: DefaultMaxOpsPerMaster, Gateways: 1,
 		EventIDLength: DefaultEventIDLength, MaxMembersPerShard: DefaultMaxShardMembers, MaxShardOpsFraction: DefaultShardOpsFraction,
 	}
@@ -132,42 +87,7 @@ func DefaultScenario() Scenario {
 }
 
 // fillDefaults gives every operation the load tool's default parameters.
-func (sc *Scenario) fillDefaults() {
-	for i := range sc.Ops {
-		o := &sc.Ops[i]
-		if o.Name == "" {
-			o.Name = o.Op
-		}
-		if o.Board == "" && o.Op != OpEvent && o.Op != OpBatch {
-			o.Board = BoardAny
-		}
-		switch o.Op {
-		case OpTop:
-			if o.Limit == 0 {
-				o.Limit = 100
-			}
-		case OpPage:
-			if o.Limit == 0 {
-				o.Limit = 50
-			}
-			if o.Depth == 0 {
-				o.Depth = 5
-			}
-		case OpBatch:
-			if o.Batch == 0 {
-				o.Batch = 100
-			}
-		case OpAround:
-			if o.Radius == 0 {
-				o.Radius = 5
-			}
-		case OpLookup:
-			if o.Users == 0 {
-				o.Users = 20
-			}
-		}
-	}
-}
+func (sc *Scenario) fillDefaults() { workload.FillDefaults(sc.Ops) }
 
 // LoadScenario reads scenario files over the defaults, in order.
 func LoadScenario(paths ...string) (Scenario, error) {
@@ -212,86 +132,14 @@ func (sc *Scenario) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("scenario %s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	if sc.Family == "" {
-		bad("family", "required")
-	}
-	if sc.Members < 1 || sc.Members > 20_000_000 {
-		bad("members", "must be within 1..20000000, got %d", sc.Members)
-	}
-	if sc.MemberPrefix == "" || len(sc.MemberPrefix) > 40 {
-		bad("member_prefix", "must be 1..40 characters, got %q", sc.MemberPrefix)
-	}
-	if sc.Provinces < 0 || sc.Provinces > 10000 {
-		bad("provinces", "must be within 0..10000, got %d", sc.Provinces)
-	}
-	if sc.Classes < 0 || sc.Classes > 10000 {
-		bad("classes", "must be within 0..10000, got %d", sc.Classes)
-	}
-	if !(sc.BoardSkew >= 0 && sc.BoardSkew <= 10) {
-		bad("board_skew", "must be within 0..10, got %g", sc.BoardSkew)
-	}
-	if !(sc.MemberSkew >= 0 && sc.MemberSkew <= 10) {
-		bad("member_skew", "must be within 0..10, got %g", sc.MemberSkew)
-	}
-	if sc.DeltaMax < 1 {
-		bad("delta_max", "must be ≥ 1, got %d", sc.DeltaMax)
+	for _, e := range sc.Shape.Validate() {
+		errs = append(errs, fmt.Errorf("scenario %w", e))
 	}
 	if !(sc.Rate > 0 && sc.Rate <= 10_000_000) {
 		bad("rate", "the planner needs the request rate (requests/s, > 0), got %g", sc.Rate)
 	}
-	if len(sc.Ops) == 0 {
-		bad("ops", "at least one operation is required")
-	}
-	var total float64
-	for i, o := range sc.Ops {
-		f := fmt.Sprintf("ops[%d]", i)
-		if !slices.Contains(opKinds, o.Op) {
-			bad(f+".op", "must be one of %s, got %q", strings.Join(opKinds, ", "), o.Op)
-		}
-		if !(o.Weight >= 0) {
-			bad(f+".weight", "must be ≥ 0")
-		}
-		total += o.Weight
-		write := o.Op == OpEvent || o.Op == OpBatch
-		switch {
-		case write && o.Board != "":
-			bad(f+".board", "writes go to national plus the member's own boards; board is for reads")
-		case !write && !slices.Contains([]string{BoardNational, BoardProvince, BoardClass, BoardAny}, o.Board):
-			bad(f+".board", "must be national, province, class or any, got %q", o.Board)
-		case o.Board == BoardProvince && sc.Provinces == 0:
-			bad(f+".board", "province boards need provinces > 0")
-		case o.Board == BoardClass && sc.Classes == 0:
-			bad(f+".board", "class boards need classes > 0")
-		}
-		switch o.Consistency {
-		case "", "cached", "replica", "primary":
-		default:
-			bad(f+".consistency", "must be cached, replica or primary, got %q", o.Consistency)
-		}
-		switch o.Op {
-		case OpTop, OpPage:
-			if o.Limit < 1 || o.Limit > 1000 {
-				bad(f+".limit", "must be within 1..1000, got %d", o.Limit)
-			}
-			if o.Op == OpPage && o.Depth < 1 {
-				bad(f+".depth", "must be ≥ 1, got %d", o.Depth)
-			}
-		case OpBatch:
-			if o.Batch < 1 || o.Batch > 1000 {
-				bad(f+".batch", "must be within 1..1000, got %d", o.Batch)
-			}
-		case OpAround:
-			if o.Radius < 0 || o.Radius > 100 {
-				bad(f+".radius", "must be within 0..100, got %d", o.Radius)
-			}
-		case OpLookup:
-			if o.Users < 1 || o.Users > 1000 {
-				bad(f+".users", "must be within 1..1000, got %d", o.Users)
-			}
-		}
-	}
-	if len(sc.Ops) > 0 && total <= 0 {
-		bad("ops", "weights must add up to more than 0")
+	for _, e := range workload.ValidateOps(sc.Ops, &sc.Shape) {
+		errs = append(errs, fmt.Errorf("scenario %w", e))
 	}
 	if sc.SeasonPeriods < 0 || sc.SeasonPeriods > 10000 {
 		bad("season_periods", "must be within 0..10000 (0: derived from the family), got %d", sc.SeasonPeriods)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // mixedYAML is loadtest/scenarios/mixed.yaml with keys only the load tool
@@ -48,7 +50,7 @@ func TestParseScenarioReadsTheLoadToolFormat(t *testing.T) {
 	if len(sc.Ops) != 7 {
 		t.Fatalf("ops: %d, want 7", len(sc.Ops))
 	}
-	if o := sc.Ops[6]; o.Op != OpLookup || o.Users != 20 || o.Consistency != "replica" || o.Name != "lookup" || o.Board != BoardAny {
+	if o := sc.Ops[6]; o.Op != workload.OpLookup || o.Users != 20 || o.Consistency != "replica" || o.Name != "lookup" || o.Board != workload.BoardAny {
 		t.Errorf("lookup op: %+v", o)
 	}
 	// Planner keys keep their defaults.
@@ -87,10 +89,10 @@ func TestScenarioDefaultsFillOperations(t *testing.T) {
 	if err := ParseScenario([]byte("ops:\n  - {op: top, weight: 1}\n  - {op: page, weight: 1}\n  - {op: batch, weight: 1}\n"), &sc); err != nil {
 		t.Fatal(err)
 	}
-	want := []OpSpec{
-		{Name: "top", Op: OpTop, Weight: 1, Board: BoardAny, Limit: 100},
-		{Name: "page", Op: OpPage, Weight: 1, Board: BoardAny, Limit: 50, Depth: 5},
-		{Name: "batch", Op: OpBatch, Weight: 1, Batch: 100},
+	want := []workload.OpSpec{
+		{Name: "top", Op: workload.OpTop, Weight: 1, Board: workload.BoardAny, Limit: 100},
+		{Name: "page", Op: workload.OpPage, Weight: 1, Board: workload.BoardAny, Limit: 50, Depth: 5},
+		{Name: "batch", Op: workload.OpBatch, Weight: 1, Batch: 100},
 	}
 	for i, w := range want {
 		if sc.Ops[i] != w {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/workload"
 )
 
 func near(a, b, eps float64) bool { return math.Abs(a-b) <= eps }
@@ -13,7 +14,7 @@ func near(a, b, eps float64) bool { return math.Abs(a-b) <= eps }
 func TestWorldConservesMembersAndShares(t *testing.T) {
 	sc := DefaultScenario()
 	sc.Members, sc.Provinces, sc.Classes = 20000, 8, 50
-	w, err := NewWorld(&sc, map[string]int{BoardNational: 16, BoardProvince: 2, BoardClass: 1})
+	w, err := NewWorld(&sc, map[string]int{workload.BoardNational: 16, workload.BoardProvince: 2, workload.BoardClass: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestWorldConservesMembersAndShares(t *testing.T) {
 		perType[b.DimType] += b.Members
 		eventShare[b.DimType] += es
 	}
-	for _, typ := range []string{BoardNational, BoardProvince, BoardClass} {
+	for _, typ := range []string{workload.BoardNational, workload.BoardProvince, workload.BoardClass} {
 		if perType[typ] != int64(sc.Members) {
 			t.Errorf("%s boards hold %d members, want %d: every member is on one board of each type", typ, perType[typ], sc.Members)
 		}
@@ -48,12 +49,12 @@ func TestWorldConservesMembersAndShares(t *testing.T) {
 		}
 	}
 	// Board skew 1: p0 is the biggest province, by about 1/H(8) of the members.
-	if p0, p7 := w.Boards[1].Members, w.Boards[8].Members; p0 <= p7 || !near(float64(p0)/float64(sc.Members), 1/harmonic(8, 1), 0.02) {
-		t.Errorf("p0 %d, p7 %d members: want p0 ≈ %.3f of %d", p0, p7, 1/harmonic(8, 1), sc.Members)
+	if p0, p7 := w.Boards[1].Members, w.Boards[8].Members; p0 <= p7 || !near(float64(p0)/float64(sc.Members), 1/workload.Harmonic(8, 1), 0.02) {
+		t.Errorf("p0 %d, p7 %d members: want p0 ≈ %.3f of %d", p0, p7, 1/workload.Harmonic(8, 1), sc.Members)
 	}
 	// Member skew: lt0 is the hottest member, on its national shard.
 	hot := shard.Of(sc.MemberPrefix+"0", 16)
-	if want := 1 / harmonic(sc.Members, sc.MemberSkew); !near(w.Boards[0].HotMemberEventShare, want, 1e-12) {
+	if want := 1 / workload.Harmonic(sc.Members, sc.MemberSkew); !near(w.Boards[0].HotMemberEventShare, want, 1e-12) {
 		t.Errorf("hottest member share %g, want %g", w.Boards[0].HotMemberEventShare, want)
 	}
 	for i, s := range w.Boards[0].EventShare {
@@ -68,7 +69,7 @@ func TestWorldConservesMembersAndShares(t *testing.T) {
 func TestWorldShardsFollowTheGateway(t *testing.T) {
 	sc := DefaultScenario()
 	sc.Members, sc.Provinces, sc.Classes, sc.MemberSkew = 500, 0, 0, 0
-	w, err := NewWorld(&sc, map[string]int{BoardNational: 7})
+	w, err := NewWorld(&sc, map[string]int{workload.BoardNational: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestWorldShardsFollowTheGateway(t *testing.T) {
 func TestWorldNeedsTheDimensions(t *testing.T) {
 	sc := DefaultScenario()
 	sc.Members = 10
-	if _, err := NewWorld(&sc, map[string]int{BoardNational: 1, BoardProvince: 1}); err == nil {
+	if _, err := NewWorld(&sc, map[string]int{workload.BoardNational: 1, workload.BoardProvince: 1}); err == nil {
 		t.Error("classes > 0 without a class dimension must fail")
 	}
 	if _, err := NewWorld(&sc, map[string]int{}); err == nil {
@@ -101,7 +102,7 @@ func TestWorldNeedsTheDimensions(t *testing.T) {
 func TestReadBoards(t *testing.T) {
 	sc := DefaultScenario()
 	sc.Members, sc.Provinces, sc.Classes, sc.BoardSkew = 50, 4, 200, 0
-	w, err := NewWorld(&sc, map[string]int{BoardNational: 2, BoardProvince: 1, BoardClass: 1})
+	w, err := NewWorld(&sc, map[string]int{workload.BoardNational: 2, workload.BoardProvince: 1, workload.BoardClass: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,33 +117,17 @@ func TestReadBoards(t *testing.T) {
 		memberRead bool
 		check      func(q []float64) bool
 	}{
-		{BoardNational, false, func(q []float64) bool { return q[0] == 1 }},
-		{BoardAny, false, func(q []float64) bool { return near(q[0], 1.0/205, 1e-12) && near(q[204], 1.0/205, 1e-12) }},
-		{BoardProvince, false, func(q []float64) bool { return q[0] == 0 && near(q[1], 0.25, 1e-12) }},
+		{workload.BoardNational, false, func(q []float64) bool { return q[0] == 1 }},
+		{workload.BoardAny, false, func(q []float64) bool { return near(q[0], 1.0/205, 1e-12) && near(q[204], 1.0/205, 1e-12) }},
+		{workload.BoardProvince, false, func(q []float64) bool { return q[0] == 0 && near(q[1], 0.25, 1e-12) }},
 		// 200 classes for 50 members: at least 150 are empty, and member
 		// reads of an empty board go to national.
-		{BoardClass, true, func(q []float64) bool { return q[0] >= 150.0/200-1e-9 }},
-		{BoardClass, false, func(q []float64) bool { return q[0] == 0 }},
+		{workload.BoardClass, true, func(q []float64) bool { return q[0] >= 150.0/200-1e-9 }},
+		{workload.BoardClass, false, func(q []float64) bool { return q[0] == 0 }},
 	} {
-		q := w.ReadBoards(tc.sel, sc.BoardSkew, tc.memberRead)
+		q := w.ReadBoards(tc.sel, tc.memberRead)
 		if !near(sum(q), 1, 1e-9) || !tc.check(q) {
 			t.Errorf("%s (member read %v): national %g, sum %g", tc.sel, tc.memberRead, q[0], sum(q))
 		}
-	}
-}
-
-func TestZipfTable(t *testing.T) {
-	z := newZipfTable(4, 1)
-	h := 1 + 1.0/2 + 1.0/3 + 1.0/4
-	for k := range 4 {
-		if !near(z.p(k), 1/float64(k+1)/h, 1e-12) {
-			t.Errorf("p(%d) = %g", k, z.p(k))
-		}
-	}
-	if z.quantile(0) != 0 || z.quantile(0.999999) != 3 || z.quantile(z.cdf[0]) != 1 {
-		t.Error("quantile boundaries")
-	}
-	if !near(harmonic(3, 0), 3, 0) || !near(harmonic(3, 1), 1+0.5+1.0/3, 1e-12) {
-		t.Error("harmonic")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package workload
 
 import (
 	"math"
@@ -105,12 +105,12 @@ func TestZipfTableQuantileEdges(t *testing.T) {
 func TestUnitHash(t *testing.T) {
 	seen := map[float64]bool{}
 	for i := range 10000 {
-		u := unitHash(i, 7)
+		u := UnitHash(uint64(i), 7)
 		if u < 0 || u >= 1 {
-			t.Fatalf("unitHash(%d) = %g", i, u)
+			t.Fatalf("UnitHash(%d) = %g", i, u)
 		}
-		if unitHash(i, 7) != u {
-			t.Fatal("unitHash is not deterministic")
+		if UnitHash(uint64(i), 7) != u {
+			t.Fatal("UnitHash is not deterministic")
 		}
 		seen[u] = true
 	}

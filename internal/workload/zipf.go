@@ -1,4 +1,4 @@
-package main
+package workload
 
 import (
 	"fmt"
@@ -146,16 +146,29 @@ func (t *ZipfTable) Quantile(u float64) int {
 // Sample draws a rank in [0, n).
 func (t *ZipfTable) Sample(r *rand.Rand) int { return t.Quantile(r.Float64()) }
 
-// splitmix64 is a fixed 64-bit mixer: member → board assignment must not
-// depend on the run's seed, so that prefill and later runs agree.
-func splitmix64(x uint64) uint64 {
+// Harmonic returns Σ_{k=1..n} k^-s, the normaliser of a Zipf over n ranks.
+func Harmonic(n int, s float64) float64 {
+	if s == 0 {
+		return float64(n)
+	}
+	var h float64
+	for k := n; k >= 1; k-- { // small terms first
+		h += math.Pow(float64(k), -s)
+	}
+	return h
+}
+
+// Mix64 is a fixed 64-bit mixer (SplitMix64's finaliser): member → board
+// assignment and prefill points must not depend on a run's seed, so that
+// prefill, later runs and the planner agree.
+func Mix64(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
 }
 
-// unitHash maps (i, salt) to a uniform float in [0, 1).
-func unitHash(i int, salt uint64) float64 {
-	return float64(splitmix64(uint64(i)^salt*0x9e3779b97f4a7c15)>>11) / (1 << 53)
+// UnitHash maps (x, salt) to a uniform float in [0, 1).
+func UnitHash(x, salt uint64) float64 {
+	return float64(Mix64(x^salt*0x9e3779b97f4a7c15)>>11) / (1 << 53)
 }
