@@ -16,7 +16,7 @@ RANKGATE_TEST_PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 export RANKGATE_TEST_PG_DSN
 TEST_CLUSTER_ADDRS = $(shell $(CLUSTER_SH) -p $(TEST_CLUSTER_PORT) addrs)
 
-.PHONY: soak help cluster-up cluster-down cluster-status test-cluster-up test test-race fuzz run bench lint vet build
+.PHONY: size-bench soak help cluster-up cluster-down cluster-status test-cluster-up test test-race fuzz run bench lint vet build
 
 help: ## list targets
 	@echo "usage: make <target> [CLUSTER_PORT=$(CLUSTER_PORT)] [TEST_CLUSTER_PORT=$(TEST_CLUSTER_PORT)]"
@@ -101,6 +101,9 @@ build: ## build all commands into bin/
 .PHONY: loadtest
 loadtest: ## run the load tool: make loadtest ARGS='...'
 	$(GO) run ./loadtest $(ARGS)
+
+size-bench: ## Top-100 p50 against board size (100k vs 10M members, 3 rounds; SIZES, ROUNDS, PREFILL=0, CLEAN=1) on the dev cluster
+	deploy/size-bench.sh
 
 soak: ## 10 minutes of mixed load through a real gateway on the dev cluster; heap, goroutines, error rate before/after (SOAK_DURATION, SOAK_RATE)
 	deploy/soak.sh
