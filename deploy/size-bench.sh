@@ -78,7 +78,7 @@ echo "size-bench: results in $OUT"
 if [[ $CLEAN == 1 ]]; then
 	for n in $SIZES; do
 		for p in 7000 7001 7002 7003 7004 7005; do
-			redis-cli -p "$p" --scan --pattern "ltsize$n:*" | xargs -r -n 100 redis-cli -p "$p" unlink >/dev/null 2>&1 || true
+			redis-cli -p "$p" --scan --pattern "ltsize$n:*" | xargs -r -n 1 redis-cli -p "$p" unlink >/dev/null 2>&1 || true # one key a call: keys of several slots would be CROSSSLOT
 		done
 	done
 	echo "size-bench: boards deleted"
