@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/rankgate/rankgate/internal/testcluster"
+	"github.com/rankgate/rankgate/internal/teststack"
 )
 
 // ---------------------------------------------------------------- harness
@@ -47,22 +48,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-const e2eConfig = `listen: "127.0.0.1:0"
-redis:
-  addrs: [%s]
-  prefix: "%s"
-  dial_timeout: 2s
-  read_timeout: 1s
-  write_timeout: 1s
-  cluster_reload_interval: 1s
-limits:
-  max_top: 1000
-  max_offset: 10000
-  max_radius: 100
-  max_batch: 1000
-  max_lookup: 1000
-families:
-  learning:
+// e2eFamilies are the families of the end-to-end gateway (teststack.ConfigYAML
+// adds the rest of the config).
+const e2eFamilies = `  learning:
     source: events
     aggregate: sum
     order: desc
@@ -118,12 +106,8 @@ func startGateway(t *testing.T, manual bool) *gw {
 	addrs := testcluster.Addrs(t)
 	prefix := testcluster.Prefix(t)
 	dir := t.TempDir()
-	quoted := make([]string, len(addrs))
-	for i, a := range addrs {
-		quoted[i] = strconv.Quote(a)
-	}
 	cfgPath := filepath.Join(dir, "rankgate.yaml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(e2eConfig, strings.Join(quoted, ", "), prefix)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, teststack.ConfigYAML(addrs, prefix, e2eFamilies), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ready := filepath.Join(dir, "ready")

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,10 +44,21 @@ const DefaultFamilies = `  learning:
       province: {shards: 1}
 `
 
+// ConfigYAML is a gateway config for tests on the test cluster: listen on
+// any loopback port, the cluster's seeds, the key prefix, tight timeouts,
+// generous limits, and families (the YAML block indented under "families:").
+func ConfigYAML(addrs []string, prefix, families string) []byte {
+	quoted := make([]string, len(addrs))
+	for i, a := range addrs {
+		quoted[i] = strconv.Quote(a)
+	}
+	return fmt.Appendf(nil, configTemplate, strings.Join(quoted, ", "), strconv.Quote(prefix), families)
+}
+
 const configTemplate = `listen: "127.0.0.1:0"
 redis:
   addrs: [%s]
-  prefix: "%s"
+  prefix: %s
   dial_timeout: 2s
   read_timeout: 1s
   write_timeout: 1s
@@ -90,7 +102,7 @@ func New(tb testing.TB, o Options) *Stack {
 	}
 	addrs := testcluster.Addrs(tb)
 	prefix := testcluster.Prefix(tb)
-	cfg, err := config.Parse(fmt.Appendf(nil, configTemplate, strings.Join(addrs, ", "), prefix, families))
+	cfg, err := config.Parse(ConfigYAML(addrs, prefix, families))
 	if err != nil {
 		tb.Fatalf("teststack: config: %v", err)
 	}
