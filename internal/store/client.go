@@ -28,8 +28,9 @@ type ClientOptions struct {
 	// ReloadInterval bounds how stale the slot map may get (1–2 s; go-redis
 	// defaults to 60 s, far too long after a failover).
 	ReloadInterval time.Duration
-	// Cluster forces cluster mode; when false a single address means a
-	// standalone node and more mean a cluster.
+	// Cluster forces cluster mode. When false, more than one address means a
+	// cluster, and a single address is asked (CLUSTER SLOTS) whether it is a
+	// cluster node: one seed of a cluster is enough, as with redis-cli -c.
 	Cluster bool
 	// ReadOnly routes read-only commands to replicas (RouteByLatency).
 	ReadOnly bool
@@ -37,8 +38,11 @@ type ClientOptions struct {
 }
 
 // NewClient builds a go-redis client: a ClusterClient for a cluster, a plain
-// Client for one standalone node. ContextTimeoutEnabled is on, so a context
-// deadline cuts a command short; the cluster slot map reloads every
+// Client for one standalone node. Given a single address (and no Cluster),
+// it asks that node whether it runs in cluster mode, within DialTimeout +
+// ReadTimeout, and fails when the node cannot say: guessing "standalone"
+// would answer every key of another node's slots with MOVED.
+// ContextTimeoutEnabled is on, so a context deadline cuts a command short; the cluster slot map reloads every
 // ReloadInterval and also after a dial error, because go-redis does not reload
 // it on "connection refused" (go-redis #3979).
 func NewClient(o ClientOptions) (redis.UniversalClient, error) {
@@ -54,11 +58,21 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 	}
 	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	if len(o.Addrs) == 1 && !o.Cluster {
-		return redis.NewClient(&redis.Options{
+		single := redis.NewClient(&redis.Options{
 			Addr: o.Addrs[0], Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
 			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
 			PoolSize: o.PoolSize, ContextTimeoutEnabled: true, MaintNotificationsConfig: maint,
-		}), nil
+		})
+		cluster, err := isClusterNode(single, o)
+		if err != nil {
+			_ = single.Close()
+			return nil, fmt.Errorf("redis %s: asking whether it is a cluster node: %w", o.Addrs[0], err)
+		}
+		if !cluster {
+			return single, nil
+		}
+		_ = single.Close()
+		log.Info("redis: the one seed is a cluster node; using cluster mode", "addr", o.Addrs[0])
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
@@ -71,6 +85,27 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: node.Options().Addr})
 	})
 	return c, nil
+}
+
+// isClusterNode asks a node for its slot map: a cluster node answers, a
+// standalone one says its cluster support is disabled. CLUSTER SLOTS is what
+// the cluster client itself needs, so the ACL of docs/security.md allows it.
+func isClusterNode(c *redis.Client, o ClientOptions) (bool, error) {
+	timeout := o.DialTimeout + o.ReadTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second // go-redis defaults: 5 s dial + 3 s read, and a margin
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := c.ClusterSlots(ctx).Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case strings.Contains(err.Error(), "cluster support disabled"):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // reloadOnDialError asks the cluster client for a (coalesced, lazy) slot-map
