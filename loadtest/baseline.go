@@ -83,7 +83,7 @@ func NewBaseline(ctx context.Context, w *World, cfg *config.Config) (*Baseline, 
 	opts := store.ClientOptions{
 		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(os.Getenv),
 		DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout, WriteTimeout: cfg.Redis.WriteTimeout,
-		PoolSize: cfg.Redis.PoolSize, ReloadInterval: cfg.Redis.ClusterReloadInterval, Cluster: len(cfg.Redis.Addrs) > 1,
+		PoolSize: cfg.Redis.PoolSize, ReloadInterval: cfg.Redis.ClusterReloadInterval,
 	}
 	if cfg.Redis.TLS {
 		return nil, errors.New("the baseline does not speak TLS to Redis; run it against a local cluster")
@@ -107,7 +107,7 @@ func NewBaseline(ctx context.Context, w *World, cfg *config.Config) (*Baseline, 
 	}
 	// The replica-reading client, as the gateway builds it.
 	var ro redis.UniversalClient
-	if cfg.Redis.ReplicaReads && len(cfg.Redis.Addrs) > 1 {
+	if _, cluster := rw.(*redis.ClusterClient); cfg.Redis.ReplicaReads && cluster {
 		roOpts := opts
 		roOpts.ReadOnly = true
 		if ro, err = store.NewClient(roOpts); err != nil {

@@ -103,7 +103,12 @@ type gw struct {
 // file. Unless manual is set, cleanup cancels it and asserts a clean return.
 func startGateway(t *testing.T, manual bool) *gw {
 	t.Helper()
-	addrs := testcluster.Addrs(t)
+	return startGatewayOn(t, manual, testcluster.Addrs(t))
+}
+
+// startGatewayOn is startGateway with the given redis.addrs.
+func startGatewayOn(t *testing.T, manual bool, addrs []string) *gw {
+	t.Helper()
 	prefix := testcluster.Prefix(t)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "rankgate.yaml")
@@ -1538,6 +1543,49 @@ func (g *gw) postChunked(t *testing.T, path, body string) resp {
 // ---------------------------------------------------------------- hostile input
 
 // TestE2ENoInputProduces5xx: bad input is never answered with a 5xx.
+// TestE2EOneSeed: redis.addrs with a single node of the cluster is enough.
+// The gateway asks that node, runs in cluster mode with replica reads, and
+// a board whose shards sit on every master reads and writes exactly (a
+// standalone client would have answered most keys with MOVED).
+func TestE2EOneSeed(t *testing.T) {
+	t.Parallel()
+	g := startGatewayOn(t, false, testcluster.Addrs(t)[:1])
+	const users = 64 // over the 8 shards of game's national board, so on all 3 masters
+	events := make([]any, users)
+	for i := range users {
+		events[i] = map[string]any{"event_id": fmt.Sprintf("seed-%d", i), "family": "game", "user": fmt.Sprintf("s%02d", i), "value": 1000 + i}
+	}
+	var out struct {
+		Results []struct {
+			Error *errBody `json:"error"`
+		} `json:"results"`
+	}
+	g.ok(t, "POST", "/v1/events:batch", map[string]any{"events": events}, &out)
+	if len(out.Results) != users {
+		t.Fatalf("batch of %d: %d results", users, len(out.Results))
+	}
+	for i, r := range out.Results {
+		if r.Error != nil {
+			t.Fatalf("event %d: %+v", i, *r.Error)
+		}
+	}
+	for _, consistency := range []string{"primary", "replica"} {
+		var p page
+		g.ok(t, "GET", "/v1/boards/game/current/national/top?limit=100&consistency="+consistency, nil, &p)
+		if len(p.Entries) != users || p.Partial {
+			t.Fatalf("%s: %d entries (partial %v), want %d", consistency, len(p.Entries), p.Partial, users)
+		}
+		for k, e := range p.Entries {
+			if want := fmt.Sprintf("s%02d", users-1-k); e.User != want || e.Points != int64(1000+users-1-k) || e.Rank != int64(k+1) {
+				t.Fatalf("%s: entry %d = %+v, want %s with %d points, rank %d", consistency, k, e, want, 1000+users-1-k, k+1)
+			}
+		}
+	}
+	if logs := g.logs.String(); !strings.Contains(logs, "using cluster mode") {
+		t.Errorf("no log line about the seed being a cluster node:\n%s", tailLines(logs, 20))
+	}
+}
+
 func TestE2ENoInputProduces5xx(t *testing.T) {
 	g := startGateway(t, false)
 	// Something on the boards, so reads go past the empty-board shortcuts.

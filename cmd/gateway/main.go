@@ -132,7 +132,7 @@ func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logge
 		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(getenv),
 		TLS: tlsCfg, DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout,
 		WriteTimeout: cfg.Redis.WriteTimeout, PoolSize: cfg.Redis.PoolSize,
-		ReloadInterval: cfg.Redis.ClusterReloadInterval, Cluster: len(cfg.Redis.Addrs) > 1, Logger: log,
+		ReloadInterval: cfg.Redis.ClusterReloadInterval, Logger: log,
 		ReadOnly: readOnly,
 	})
 }
@@ -156,7 +156,7 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 		return nil, nil, err
 	}
 	var ro redis.UniversalClient
-	if cfg.Redis.ReplicaReads && len(cfg.Redis.Addrs) > 1 {
+	if _, cluster := rw.(*redis.ClusterClient); cfg.Redis.ReplicaReads && cluster {
 		if ro, err = redisClient(cfg, getenv, log, true); err != nil {
 			closeAll()
 			return nil, nil, err
