@@ -119,6 +119,18 @@ func parseConfig(t testing.TB, addrs []string, prefix, user, tls string) *config
 // redis.tls_* keys.
 func newClient(t testing.TB, cfg *config.Config, getenv func(string) string, readOnly bool) redis.UniversalClient {
 	t.Helper()
+	c, err := clientFor(t, cfg, getenv, readOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// clientFor is newClient that returns the error: with a single address,
+// store.NewClient already talks to the node (to learn whether it is a
+// cluster node), so a refused login or certificate shows there.
+func clientFor(t testing.TB, cfg *config.Config, getenv func(string) string, readOnly bool) (redis.UniversalClient, error) {
+	t.Helper()
 	tc, err := cfg.Redis.TLSConfig()
 	if err != nil {
 		t.Fatalf("tls config: %v", err)
@@ -127,13 +139,13 @@ func newClient(t testing.TB, cfg *config.Config, getenv func(string) string, rea
 		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(getenv),
 		TLS: tc, DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout,
 		WriteTimeout: cfg.Redis.WriteTimeout, ReloadInterval: cfg.Redis.ClusterReloadInterval,
-		Cluster: len(cfg.Redis.Addrs) > 1, ReadOnly: readOnly,
+		ReadOnly: readOnly,
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return c, nil
 }
 
 func secret(t *testing.T) string {
@@ -306,11 +318,16 @@ func TestGatewayOverTLSWithACLUser(t *testing.T) {
 				} else {
 					t.Logf("preload refused in %s: %v", time.Since(begin).Round(time.Millisecond), err)
 				}
-				// One node, one dial: the cause itself.
+				// One node, one dial: the cause itself (from NewClient,
+				// which asks the node whether it is a cluster node, or
+				// else from a PING).
 				one := *tt.cfg
 				one.Redis.Addrs = tt.cfg.Redis.Addrs[:1]
-				n := newClient(t, &one, tt.getenv, false)
-				switch err := n.Ping(ctxT(t, 3*time.Second)).Err(); {
+				n, err := clientFor(t, &one, tt.getenv, false)
+				if err == nil {
+					err = n.Ping(ctxT(t, 3*time.Second)).Err()
+				}
+				switch {
 				case err == nil:
 					t.Errorf("PING %s succeeded, want %s", one.Redis.Addrs[0], tt.want)
 				case !tt.check(err):
