@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -109,6 +110,15 @@ func startGateway(t *testing.T, manual bool) *gw {
 // startGatewayOn is startGateway with the given redis.addrs.
 func startGatewayOn(t *testing.T, manual bool, addrs []string) *gw {
 	t.Helper()
+	g, ready := launchGateway(t, addrs)
+	g.waitReady(t, ready, manual)
+	return g
+}
+
+// launchGateway starts the real program in-process on the given redis.addrs
+// and returns at once, with the path of its ready file.
+func launchGateway(t *testing.T, addrs []string) (*gw, string) {
+	t.Helper()
 	prefix := testcluster.Prefix(t)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "rankgate.yaml")
@@ -121,8 +131,14 @@ func startGatewayOn(t *testing.T, manual bool, addrs []string) *gw {
 	g := &gw{t: t, logs: logs, cancel: cancel, done: make(chan error, 1)}
 	args := []string{"serve", "-config", cfgPath, "-ready-file", ready, "-log-format", "text"}
 	go func() { g.done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs) }()
+	return g, ready
+}
 
-	// Wait for startup: a bounded poll for the ready file (or an early exit).
+// waitReady waits (bounded) for the ready file or an early exit. Unless
+// manual is set, cleanup cancels the gateway and asserts a clean return.
+func (g *gw) waitReady(t *testing.T, ready string, manual bool) {
+	t.Helper()
+	logs, cancel := g.logs, g.cancel
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
@@ -156,7 +172,6 @@ func startGatewayOn(t *testing.T, manual bool, addrs []string) *gw {
 			t.Logf("gateway logs (tail):\n%s", tailLines(logs.String(), 30))
 		}
 	})
-	return g
 }
 
 // stop cancels the run context and asserts run returns nil (graceful).
@@ -1583,6 +1598,45 @@ func TestE2EOneSeed(t *testing.T) {
 	}
 	if logs := g.logs.String(); !strings.Contains(logs, "using cluster mode") {
 		t.Errorf("no log line about the seed being a cluster node:\n%s", tailLines(logs, 20))
+	}
+}
+
+// TestE2EWaitsForRedis: a gateway started before its Redis waits (bounded)
+// and comes up when Redis does — also with a single address, where building
+// the client already needs the node to answer (is it a cluster node?).
+func TestE2EWaitsForRedis(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found (make test installs it through deploy/cluster/cluster.sh): %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	g, ready := launchGateway(t, []string{"127.0.0.1:" + strconv.Itoa(port)})
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(g.logs.String(), "waiting for redis") {
+		if time.Now().After(deadline) {
+			g.cancel()
+			t.Fatalf("no \"waiting for redis\" within 10s\nlogs:\n%s", g.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	g.waitReady(t, ready, false)
+
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "w-1", "family": "game", "user": "late", "value": 7}, nil)
+	var p page
+	g.ok(t, "GET", "/v1/boards/game/current/national/top?consistency=primary", nil, &p)
+	if len(p.Entries) != 1 || p.Entries[0].User != "late" || p.Entries[0].Points != 7 {
+		t.Fatalf("top after a late Redis: %+v", p.Entries)
 	}
 }
 

@@ -141,7 +141,7 @@ func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logge
 // the store (with a replica-reading client when redis.replica_reads is on and
 // Redis is a cluster).
 func openStore(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer) (*store.Store, func(), error) {
-	rw, err := redisClient(cfg, getenv, log, false)
+	rw, err := dialRedis(ctx, cfg, getenv, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,10 +150,6 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 		for _, c := range closers {
 			_ = c()
 		}
-	}
-	if err := preload(ctx, rw, log); err != nil {
-		closeAll()
-		return nil, nil, err
 	}
 	var ro redis.UniversalClient
 	if _, cluster := rw.(*redis.ClusterClient); cfg.Redis.ReplicaReads && cluster {
@@ -171,24 +167,29 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 	return st, closeAll, nil
 }
 
-// preload loads the scripts on every node, retrying for a bounded time while
-// the cluster comes up.
-func preload(ctx context.Context, c redis.UniversalClient, log *slog.Logger) error {
+// dialRedis builds the masters' client and loads the scripts on every node,
+// retrying both for a bounded time while Redis comes up (building the client
+// already talks to Redis when redis.addrs holds a single node).
+func dialRedis(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger) (redis.UniversalClient, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := store.Preload(pctx, c)
-		cancel()
+		c, err := redisClient(cfg, getenv, log, false)
 		if err == nil {
-			return nil
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err = store.Preload(pctx, c)
+			cancel()
+			if err == nil {
+				return c, nil
+			}
+			_ = c.Close()
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("redis not ready: %w", err)
+			return nil, fmt.Errorf("redis not ready: %w", err)
 		}
 		log.Warn("waiting for redis", "err", err)
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
