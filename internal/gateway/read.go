@@ -388,10 +388,9 @@ func (s *Service) home(ctx context.Context, rc *readCtx, user string) (int64, er
 
 // standing sums position probes over every shard.
 type standing struct {
-	card         int64
-	ahead, more  []int64
-	atLeastSame  []int64
-	missingShard bool
+	card        int64
+	ahead, more []int64
+	atLeastSame []int64
 }
 
 // probeAll asks every shard where each (score, member) stands.

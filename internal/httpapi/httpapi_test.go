@@ -229,7 +229,6 @@ func (f *fakeService) Derive(ctx context.Context, family, period string) (gatewa
 
 var (
 	asOf    = time.Date(2026, 8, 20, 2, 0, 0, 0, time.UTC)
-	asOfStr = "2026-08-20T02:00:00Z"
 	natRef  = gateway.BoardRef{Family: "learning", Period: "current", Dimension: "national"}
 	provRef = gateway.BoardRef{Family: "learning", Period: "2026-W34", Dimension: "province:zhejiang"}
 	natPath = "/v1/boards/learning/current/national"

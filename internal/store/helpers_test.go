@@ -174,5 +174,3 @@ func startRedis(t *testing.T, extra ...string) string {
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
-
-func i64(v int64) *int64 { return &v }

@@ -161,7 +161,7 @@ func resolve() {
 		// Fall through to the local binary when there is one; fail otherwise.
 		notes = append(notes, "Docker engine present but the container cluster failed: "+err.Error())
 		if _, lookErr := exec.LookPath("redis-server"); lookErr != nil {
-			errSetup = fmt.Errorf("Docker cluster: %w", err)
+			errSetup = fmt.Errorf("docker cluster: %w", err)
 			return
 		}
 	}
