@@ -41,8 +41,8 @@ vet: ## go vet
 test: vet test-cluster-up ## go vet, then all tests against the test cluster
 	RANKGATE_TEST_REDIS_CLUSTER=$(TEST_CLUSTER_ADDRS) $(GO) test -count=1 ./...
 
-test-race: vet test-cluster-up ## go vet, then ./internal/... tests with -race
-	RANKGATE_TEST_REDIS_CLUSTER=$(TEST_CLUSTER_ADDRS) $(GO) test -race -count=1 ./internal/...
+test-race: vet test-cluster-up ## go vet, then every test with -race
+	RANKGATE_TEST_REDIS_CLUSTER=$(TEST_CLUSTER_ADDRS) $(GO) test -race -count=1 ./...
 
 # Fault injection (internal/faults, build tag faults): kills, pauses, restarts
 # and reconfigures nodes of clusters of its own on base ports 7500-7589, which
