@@ -109,7 +109,7 @@ func NewBaseline(ctx context.Context, w *World, cfg *config.Config) (*Baseline, 
 	var ro redis.UniversalClient
 	if _, cluster := rw.(*redis.ClusterClient); cfg.Redis.ReplicaReads && cluster {
 		roOpts := opts
-		roOpts.ReadOnly = true
+		roOpts.ReadOnly, roOpts.Cluster = true, true // rw is a cluster client: no need to ask the seed again
 		if ro, err = store.NewClient(roOpts); err != nil {
 			closeAll()
 			return nil, err

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/rankgate/rankgate/internal/workload"
 )
@@ -86,19 +82,7 @@ func LoadScenario(path string, sc *Scenario) error {
 // ParseScenario decodes YAML over sc (fields the YAML leaves out keep their
 // values) and fills operation defaults.
 func ParseScenario(data []byte, sc *Scenario) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	ops := sc.Ops
-	sc.Ops = nil
-	if err := dec.Decode(sc); err != nil && !errors.Is(err, io.EOF) {
-		sc.Ops = ops
-		return err
-	}
-	if sc.Ops == nil {
-		sc.Ops = ops
-	}
-	workload.FillDefaults(sc.Ops)
-	return nil
+	return workload.DecodeOver(data, sc, &sc.Ops, true)
 }
 
 // Validate checks a scenario; every problem is reported, naming its field.

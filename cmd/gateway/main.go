@@ -122,7 +122,9 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 }
 
 // redisClient builds a client from config: the masters' client, or with
-// readOnly a replica-reading one (ReadOnly + RouteByLatency).
+// readOnly a replica-reading one (ReadOnly + RouteByLatency), which is built
+// only once the masters' client turned out to be a cluster client, so it
+// need not ask a single seed again.
 func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logger, readOnly bool) (redis.UniversalClient, error) {
 	tlsCfg, err := tlsConfig(cfg, log)
 	if err != nil {
@@ -133,7 +135,7 @@ func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logge
 		TLS: tlsCfg, DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout,
 		WriteTimeout: cfg.Redis.WriteTimeout, PoolSize: cfg.Redis.PoolSize,
 		ReloadInterval: cfg.Redis.ClusterReloadInterval, Logger: log,
-		ReadOnly: readOnly,
+		ReadOnly: readOnly, Cluster: readOnly,
 	})
 }
 

@@ -1,10 +1,8 @@
 package plan
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
@@ -111,18 +109,7 @@ func LoadScenario(paths ...string) (Scenario, error) {
 // load tool's gateway, duration, prefill…) are ignored; the ones it uses are
 // type-checked. A document that lists ops replaces the mix.
 func ParseScenario(data []byte, sc *Scenario) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	ops := sc.Ops
-	sc.Ops = nil
-	if err := dec.Decode(sc); err != nil && !errors.Is(err, io.EOF) {
-		sc.Ops = ops
-		return err
-	}
-	if sc.Ops == nil {
-		sc.Ops = ops
-	}
-	sc.fillDefaults()
-	return nil
+	return workload.DecodeOver(data, sc, &sc.Ops, false)
 }
 
 // Validate checks the keys the planner uses; every problem is reported,

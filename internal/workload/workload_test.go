@@ -218,3 +218,56 @@ func BenchmarkDimValueOf(b *testing.B) {
 	}
 	_ = sink
 }
+
+func TestDecodeOver(t *testing.T) {
+	t.Parallel()
+	type doc struct {
+		Shape `yaml:",inline"`
+		Ops   []OpSpec `yaml:"ops"`
+	}
+	tests := []struct {
+		name    string
+		yaml    string
+		strict  bool
+		wantErr string
+		check   func(t *testing.T, d doc)
+	}{
+		{name: "keys left out keep their values, the mix stays", yaml: "members: 500\n", check: func(t *testing.T, d doc) {
+			if d.Members != 500 || d.Family != "learning" || len(d.Ops) != len(DefaultOps()) {
+				t.Errorf("got members %d family %q, %d ops", d.Members, d.Family, len(d.Ops))
+			}
+		}},
+		{name: "listed ops replace the mix and get defaults", yaml: "ops: [{op: top, weight: 1}]\n", check: func(t *testing.T, d doc) {
+			if len(d.Ops) != 1 || d.Ops[0] != (OpSpec{Name: "top", Op: OpTop, Weight: 1, Board: BoardAny, Limit: 100}) {
+				t.Errorf("ops = %+v", d.Ops)
+			}
+		}},
+		{name: "empty document", yaml: "", check: func(t *testing.T, d doc) {
+			if len(d.Ops) != len(DefaultOps()) || d.Members != DefaultShape().Members {
+				t.Errorf("an empty document changed the defaults: %+v", d)
+			}
+		}},
+		{name: "unknown key ignored when not strict", yaml: "gateway: http://x\n"},
+		{name: "unknown key refused when strict", yaml: "gateway: http://x\n", strict: true, wantErr: "field gateway not found"},
+		{name: "a bad document keeps the mix", yaml: "ops: [{op: top, weight: x}]\n", wantErr: "cannot unmarshal", check: func(t *testing.T, d doc) {
+			if len(d.Ops) != len(DefaultOps()) {
+				t.Errorf("mix after a failed decode: %+v", d.Ops)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := doc{Shape: DefaultShape(), Ops: DefaultOps()}
+			err := DecodeOver([]byte(tt.yaml), &d, &d.Ops, tt.strict)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if tt.check != nil {
+				tt.check(t, d)
+			}
+		})
+	}
+}
