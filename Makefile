@@ -10,11 +10,15 @@ CLUSTER_PORT      ?= 7000
 TEST_CLUSTER_PORT ?= 7100
 CONFIG            ?= deploy/rankgate.dev.yaml
 
-# Integration tests: the Redis Cluster started by test-cluster-up, and the
-# PostgreSQL ledger database.
-RANKGATE_TEST_PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
-export RANKGATE_TEST_PG_DSN
+# Integration tests: the Redis Cluster started by test-cluster-up, and a
+# PostgreSQL for the ledger: deploy/deps.sh prints the DSN of one that answers
+# ($RANKGATE_TEST_PG_DSN if set, else the local server on 5432, else a private
+# server it starts on 55432, installing PostgreSQL if it must).
+DEPS_SH            := deploy/deps.sh
 TEST_CLUSTER_ADDRS = $(shell $(CLUSTER_SH) -p $(TEST_CLUSTER_PORT) addrs)
+# (An assignment of its own, so that a failing deps.sh stops the recipe.)
+PG_DSN             = pg_dsn="$$($(DEPS_SH) postgres)";
+WITH_TEST_DEPS     = $(PG_DSN) RANKGATE_TEST_PG_DSN="$$pg_dsn" RANKGATE_TEST_REDIS_CLUSTER=$(TEST_CLUSTER_ADDRS)
 
 .PHONY: size-bench soak help cluster-up cluster-down cluster-status test-cluster-up test test-race fuzz run bench lint vet build
 
@@ -38,18 +42,24 @@ test-cluster-up: ## start the test Redis Cluster on TEST_CLUSTER_PORT..+5
 vet: ## go vet
 	$(GO) vet ./...
 
-test: vet test-cluster-up ## go vet, then all tests against the test cluster
-	RANKGATE_TEST_REDIS_CLUSTER=$(TEST_CLUSTER_ADDRS) $(GO) test -count=1 ./...
+# What the tests need beyond Go: chromium (the status page's browser test);
+# redis-server comes with test-cluster-up, PostgreSQL with WITH_TEST_DEPS.
+.PHONY: test-deps
+test-deps: ## install what the tests need when it is missing (chromium; PostgreSQL and redis-server on use)
+	$(DEPS_SH) chromium
 
-test-race: vet test-cluster-up ## go vet, then every test with -race
-	RANKGATE_TEST_REDIS_CLUSTER=$(TEST_CLUSTER_ADDRS) $(GO) test -race -count=1 ./...
+test: vet test-deps test-cluster-up ## go vet, then all tests against the test cluster and PostgreSQL (installed/started when missing)
+	$(WITH_TEST_DEPS) $(GO) test -count=1 ./...
+
+test-race: vet test-deps test-cluster-up ## go vet, then every test with -race
+	$(WITH_TEST_DEPS) $(GO) test -race -count=1 ./...
 
 # Fault injection (internal/faults, build tag faults): kills, pauses, restarts
 # and reconfigures nodes of clusters of its own on base ports 7500-7589, which
 # it starts and stops; never the dev or test cluster. Results: docs/reliability.md.
 .PHONY: test-faults
 test-faults: ## fault-injection suite against its own local clusters (ports 7500-7589), a few minutes
-	$(GO) test -tags faults -count=1 -v -timeout 15m ./internal/faults/
+	$(PG_DSN) RANKGATE_TEST_PG_DSN="$$pg_dsn" $(GO) test -tags faults -count=1 -v -timeout 15m ./internal/faults/
 
 # Fuzz targets, package:FuzzName; each runs for FUZZTIME, one after another
 # (go test -fuzz takes one target of one package at a time). Failing inputs
@@ -75,6 +85,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 500000x executions) each
 	done
 
 run: cluster-up ## start the dev cluster and the gateway on :8080, seeded with demo data
+	@$(DEPS_SH) curl
 	@(deploy/demo-seed.sh || true) &
 	$(GO) run ./cmd/gateway -config $(CONFIG)
 
@@ -84,22 +95,22 @@ bench: ## benchmarks of ./internal/...
 # staticcheck: `make staticcheck-install` puts this version in $(go env GOPATH)/bin.
 STATICCHECK_VERSION ?= v0.8.2
 
-lint: ## gofmt (must be clean), go vet, staticcheck (required when CI=true; `make staticcheck-install`)
+lint: staticcheck-install ## gofmt (must be clean), go vet, staticcheck $(STATICCHECK_VERSION) (installed when missing)
 	@unformatted="$$(gofmt -l .)"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags faults ./internal/faults/
-	@sc="$$(command -v staticcheck || true)"; [[ -n "$$sc" ]] || sc="$$($(GO) env GOPATH)/bin/staticcheck"; \
-	if [[ -x "$$sc" ]]; then echo "staticcheck ./... (and -tags faults)"; "$$sc" ./... && "$$sc" -tags faults ./internal/faults/; \
-	elif [[ "$${CI:-}" == true ]]; then echo "staticcheck is missing and CI=true: run make staticcheck-install" >&2; exit 1; \
-	else echo "note: staticcheck not installed; skipped (make staticcheck-install)"; fi
+	@echo "staticcheck ./... (and -tags faults)"
+	"$$($(GO) env GOPATH)/bin/staticcheck" ./...
+	"$$($(GO) env GOPATH)/bin/staticcheck" -tags faults ./internal/faults/
 
 .PHONY: staticcheck-install
-staticcheck-install: ## go install staticcheck $(STATICCHECK_VERSION) into $(go env GOPATH)/bin
-	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+staticcheck-install: ## go install staticcheck $(STATICCHECK_VERSION) into $(go env GOPATH)/bin unless it is there
+	@STATICCHECK_VERSION=$(STATICCHECK_VERSION) $(DEPS_SH) staticcheck
 
 .PHONY: check-rules
-check-rules: ## promtool: check and unit-test deploy/prometheus (rules.yml, rules_test.yml, prometheus.yml)
+check-rules: ## promtool (installed when missing): check and unit-test deploy/prometheus (rules.yml, rules_test.yml, prometheus.yml)
+	@$(DEPS_SH) promtool
 	promtool check rules deploy/prometheus/rules.yml
 	promtool test rules deploy/prometheus/rules_test.yml
 	promtool check config deploy/prometheus/prometheus.yml

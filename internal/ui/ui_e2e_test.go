@@ -28,7 +28,7 @@ import (
 const envScreenshot = "RANKGATE_UI_SCREENSHOT"
 
 // chromium returns the browser's path; without one the test is skipped, or
-// fails when CI=true (CI installs the Debian package chromium).
+// fails when CI=true (make test installs the Debian package chromium).
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser"} {
@@ -37,7 +37,7 @@ func chromium(t *testing.T) string {
 		}
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed (apt-get install -y chromium), and CI=true forbids skipping")
+		t.Fatal("chromium is not installed (make test installs it: deploy/deps.sh chromium), and CI=true forbids skipping")
 	}
 	t.Skip("chromium is not installed (apt-get install -y chromium)")
 	return ""
