@@ -1,5 +1,5 @@
 // Package config loads, defaults and validates rankgate's YAML configuration
-// (the format of rankgate.example.yaml).
+// (every key: docs/config.md; an example setting each: rankgate.example.yaml).
 //
 // Decoding is strict: an unknown key anywhere, a duplicate key, or a value of
 // the wrong type is an error naming the full dotted key path
@@ -119,7 +119,7 @@ type Redis struct {
 	WaitReplicas          int  // WAIT n after writes; 0: off
 	// ClusterReloadInterval is how often the cluster slot map is reloaded
 	// (go-redis ClusterStateReloadInterval; its 60 s default is far too slow
-	// after a failover, DESIGN §8). 100ms..2s.
+	// after a failover). 100ms..2s.
 	ClusterReloadInterval time.Duration
 	PoolSize              int // 0: go-redis default
 }
