@@ -97,9 +97,14 @@ func unavailable(err error) error {
 }
 
 // writeUnavailable is rank.Unavailable for a failed write, saying so plainly
-// when Redis refused it for want of memory (maxmemory reached under
-// noeviction), which no retry fixes until an operator acts.
+// when the write ran but did not reach redis.wait_replicas replicas in time
+// (a retry with the same event id is a replay), and when Redis refused it for
+// want of memory (maxmemory reached under noeviction), which no retry fixes
+// until an operator acts.
 func writeUnavailable(err error, format string, args ...any) error {
+	if errors.Is(err, store.ErrNotReplicated) {
+		return rank.Unavailable(err, "not replicated yet; retrying with the same event id is safe")
+	}
 	if err != nil && strings.Contains(err.Error(), "OOM command not allowed") {
 		return rank.Unavailable(err, "Redis is out of memory (maxmemory reached, noeviction): writes are refused until memory is freed or added")
 	}

@@ -2,13 +2,15 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/store"
 )
 
-func TestWriteUnavailableNamesOutOfMemory(t *testing.T) {
+func TestWriteUnavailableNamesTheCause(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		title string
@@ -17,6 +19,7 @@ func TestWriteUnavailableNamesOutOfMemory(t *testing.T) {
 	}{
 		{"OOM", errors.New("OOM command not allowed when used memory > 'maxmemory'."), "out of memory"},
 		{"other", errors.New("i/o timeout"), "taking achievement numbers"},
+		{"not replicated", fmt.Errorf("apply script on f:all:0: %w", store.ErrNotReplicated), "not replicated yet; retrying with the same event id is safe"},
 	}
 	for _, c := range cases {
 		err := writeUnavailable(c.err, "taking achievement numbers for %s", "f/all")

@@ -90,6 +90,10 @@ var Commands = []string{
 // know the subcommand, and ACL SETUSER refuses to grant it there.
 var Redis72Commands = []string{"client|setinfo"}
 
+// WaitCommands are granted only when redis.wait_replicas > 0: the store
+// then ends every write pipeline with WAIT on each master it touched.
+var WaitCommands = []string{"wait"}
+
 // OptionalCommands are the grants only /readyz and the cluster monitor
 // need; without them the data path works, /readyz answers 503 and the
 // monitor reports the nodes down (see docs/security.md).

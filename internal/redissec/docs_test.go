@@ -30,6 +30,11 @@ func TestSecurityDocMatchesCommands(t *testing.T) {
 	if !strings.Contains(doc, "  "+shell+"\n") {
 		t.Errorf("docs/security.md lacks the shell line\n%s", shell)
 	}
+	for _, c := range WaitCommands {
+		if !strings.Contains(doc, "`+"+c+"`") {
+			t.Errorf("docs/security.md does not say when to add +%s", c)
+		}
+	}
 	for _, c := range OptionalCommands {
 		if !strings.Contains(doc, "`"+strings.ReplaceAll(c, "|", `\|`)+"`") && !strings.Contains(doc, "`"+c+"`") {
 			t.Errorf("docs/security.md does not name the optional grant %s", c)

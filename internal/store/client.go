@@ -69,6 +69,7 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redis %s: asking whether it is a cluster node: %w", o.Addrs[0], err)
 		}
 		if !cluster {
+			single.AddHook(waitHook{addr: o.Addrs[0]})
 			return single, nil
 		}
 		_ = single.Close()
@@ -83,6 +84,7 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 	})
 	c.OnNewNode(func(node *redis.Client) {
 		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: node.Options().Addr})
+		node.AddHook(waitHook{addr: node.Options().Addr})
 	})
 	return c, nil
 }

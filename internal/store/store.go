@@ -25,6 +25,14 @@ type Options struct {
 	Timeout    time.Duration
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// WaitReplicas (redis.wait_replicas): after every Write pipeline, WAIT
+	// until this many replicas of each master the writes touched have them;
+	// a write they did not reach within WaitTimeout fails with
+	// ErrNotReplicated. 0: off. Needs a client built by NewClient.
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT (default 100 ms); keep it well below the
+	// client's ReadTimeout, which bounds the whole node batch.
+	WaitTimeout time.Duration
 }
 
 // Store runs commands and scripts on a primary (masters) client and, for
@@ -33,6 +41,8 @@ type Store struct {
 	rw      redis.UniversalClient
 	ro      redis.UniversalClient
 	timeout time.Duration
+	waitN   int
+	waitT   time.Duration
 	log     *slog.Logger
 	m       *metrics
 }
@@ -58,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan", "derive"} {
+		"rebuild", "zscan", "derive", "wait"} {
 		m.errors.WithLabelValues(op)
 	}
 	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap"} {
@@ -85,11 +95,17 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.WaitReplicas < 0 {
+		return nil, fmt.Errorf("store: wait replicas %d < 0", o.WaitReplicas)
+	}
+	if o.WaitTimeout <= 0 {
+		o.WaitTimeout = 100 * time.Millisecond
+	}
 	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{rw: rw, ro: ro, timeout: o.Timeout, log: o.Logger, m: m}, nil
+	return &Store{rw: rw, ro: ro, timeout: o.Timeout, waitN: o.WaitReplicas, waitT: o.WaitTimeout, log: o.Logger, m: m}, nil
 }
 
 // Primary returns the masters' client.
@@ -218,11 +234,18 @@ func KeysOf(w Write) []string { k, _ := w.keysArgs(); return k }
 
 // Write runs the writes in one pipelined round trip (go-redis splits it per
 // node and runs the nodes in parallel). A write whose EVALSHA met NOSCRIPT (a
-// restarted or promoted node, go-redis #3228) is re-run alone with Run, which
-// falls back to EVAL. Every result carries its own error.
+// restarted or promoted node, go-redis #3228) is re-run with EVAL in a second
+// pipeline. With WaitReplicas, each node's batch ends with WAIT on the same
+// connection (waitHook), and a write its master could not get to enough
+// replicas fails with ErrNotReplicated. Every result carries its own error.
 func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
+	var wait *waitReq
+	if s.waitN > 0 {
+		wait = newWaitReq(s.waitN, s.waitT)
+		ctx = context.WithValue(ctx, waitCtxKey{}, wait)
+	}
 	out := make([]WriteResult, len(ws))
 	cmds := make([]*redis.Cmd, len(ws))
 	pipe := s.rw.Pipeline()
@@ -232,14 +255,24 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 		cmds[i] = sc.EvalSha(ctx, pipe, keys, args...)
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
+	var rerun redis.Pipeliner
 	for i, w := range ws {
-		sc, name := w.script()
-		cmd := cmds[i]
-		if isNoScript(cmd.Err()) {
+		if isNoScript(cmds[i].Err()) {
 			s.m.noscript.Inc()
+			if rerun == nil {
+				rerun = s.rw.Pipeline()
+			}
+			sc, _ := w.script()
 			keys, args := w.keysArgs()
-			cmd = sc.Run(ctx, s.rw, keys, args...)
+			cmds[i] = sc.Eval(ctx, rerun, keys, args...)
 		}
+	}
+	if rerun != nil {
+		_, _ = rerun.Exec(ctx)
+	}
+	for i, w := range ws {
+		_, name := w.script()
+		cmd := cmds[i]
 		if err := cmd.Err(); err != nil {
 			s.m.scriptErrors.WithLabelValues(name).Inc()
 			out[i].Err = s.fail("write", fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, err))
@@ -248,6 +281,12 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 		out[i] = parseWrite(w.Kind, cmd.Val())
 		if out[i].Err != nil {
 			out[i].Err = fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, out[i].Err)
+			continue
+		}
+		if wait != nil && replicated(out[i].Status) {
+			if err := wait.check(cmd); err != nil {
+				out[i] = WriteResult{Err: s.fail("wait", fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, err))}
+			}
 		}
 	}
 	return out

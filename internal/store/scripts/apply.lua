@@ -12,7 +12,7 @@ local id, member, mode = ARGV[1], ARGV[2], ARGV[3]
 local v, B, seq, maxp = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 
 local cur = redis.call('ZSCORE', z, member)
-if redis.call('HEXISTS', ev, id) == 1 then return {'dup', cur or '', cur or ''} end
+if redis.call('HEXISTS', ev, id) == 1 then return replay(ev, id, 'dup', cur) end
 local st = closed_state(meta)
 if not st and ARGV[10] == '1' then st = 'frozen' end
 if st then return {'closed', st, cur or ''} end

@@ -67,3 +67,12 @@ local function touch_meta(meta, now, rules)
     redis.call('HSET', meta, 'created', now, 'rules', rules)
   end
 end
+
+-- replay: answer a replay (dup) after writing its record back unchanged. The
+-- write is replicated like any other, so a WAIT after this script (on this
+-- connection) covers the original write too, even when the original ran on
+-- another connection that never waited for it (redis.wait_replicas).
+local function replay(ev, id, status, cur)
+  redis.call('HSET', ev, id, redis.call('HGET', ev, id))
+  return {status, cur or '', cur or ''}
+end

@@ -10,14 +10,14 @@ local rid, oid, member = ARGV[1], ARGV[2], ARGV[3]
 local B, seq, maxp = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 
 local cur = redis.call('ZSCORE', z, member)
-if redis.call('HEXISTS', ev, rid) == 1 then return {'dup', cur or '', cur or ''} end
+if redis.call('HEXISTS', ev, rid) == 1 then return replay(ev, rid, 'dup', cur) end
 local st = closed_state(meta)
 if not st and ARGV[9] == '1' then st = 'frozen' end
 if st then return {'closed', st, cur or ''} end
 
 local rec = redis.call('HGET', ev, oid)
 if not rec then return {'unknown', cur or '', cur or ''} end
-if string.sub(rec, 1, 2) == 'R|' then return {'reversed', cur or '', cur or ''} end
+if string.sub(rec, 1, 2) == 'R|' then return replay(ev, oid, 'reversed', cur) end
 local d, sb, sa, tail = string.match(rec, '^(-?%d+)|(-?%d+)|(-?%d+)(.*)$')
 if not d or tail ~= '' then return {'notreversible', cur or '', cur or ''} end
 d, sb, sa = tonumber(d), tonumber(sb), tonumber(sa)
