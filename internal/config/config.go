@@ -127,6 +127,12 @@ type Redis struct {
 // Ledger holds the PostgreSQL ledger settings.
 type Ledger struct {
 	DSNEnv string // env var with the DSN; empty: Redis-only mode
+	// CommitLinger is how long a ledger commit waits for more events to
+	// share its transaction and flush (group commit); 0: no wait (events
+	// still share a commit when they queue behind a running one). 0..100ms.
+	CommitLinger time.Duration
+	// CommitMaxEvents bounds the events of one ledger commit. 1..10000.
+	CommitMaxEvents int
 }
 
 // Auth holds the bearer tokens.
@@ -232,6 +238,7 @@ func Default() *Config {
 			ReplicaReads:          true,
 			ClusterReloadInterval: time.Second,
 		},
+		Ledger: Ledger{CommitLinger: 2 * time.Millisecond, CommitMaxEvents: 500},
 		Limits: Limits{
 			MaxTop:    1000,
 			MaxOffset: 10000,

@@ -151,6 +151,28 @@ func TestLoadDevConfig(t *testing.T) {
 	}
 }
 
+func TestLedgerCommitKeys(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, yaml string
+		want       Ledger
+	}{
+		{"defaults", "", Ledger{CommitLinger: 2 * time.Millisecond, CommitMaxEvents: 500}},
+		{"set", "ledger:\n  dsn_env: PG\n  commit_linger: 0s\n  commit_max_events: 64\n", Ledger{DSNEnv: "PG", CommitMaxEvents: 64}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := Parse([]byte(c.yaml + "families:\n  f:\n    dimensions:\n      national: {}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Ledger != c.want {
+				t.Errorf("ledger = %+v, want %+v", cfg.Ledger, c.want)
+			}
+		})
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	c, err := Parse([]byte("families:\n  f:\n    dimensions:\n      national: {}\n"))
 	if err != nil {

@@ -83,7 +83,11 @@ func (d *decoder) config(root *yaml.Node) *Config {
 			})
 		},
 		"ledger": func(n *yaml.Node, key string) {
-			d.fields(n, key, map[string]field{"dsn_env": d.str(&c.Ledger.DSNEnv)})
+			d.fields(n, key, map[string]field{
+				"dsn_env":           d.str(&c.Ledger.DSNEnv),
+				"commit_linger":     d.duration(&c.Ledger.CommitLinger),
+				"commit_max_events": intField(d, &c.Ledger.CommitMaxEvents),
+			})
 		},
 		"auth": func(n *yaml.Node, key string) {
 			d.fields(n, key, map[string]field{"tokens": d.tokens(&c.Auth.Tokens)})

@@ -29,6 +29,8 @@ const (
 	maxClusterReload = 2 * time.Second
 	maxWaitReplicas  = 5
 	maxPoolSize      = 10000
+	maxCommitLinger  = 100 * time.Millisecond
+	maxCommitEvents  = 10000
 	maxShards        = 1024
 	maxTopCap        = 10000
 	maxOffsetCap     = 1_000_000
@@ -78,6 +80,10 @@ func (c *Config) Validate() error {
 	}
 	c.validateRedis(v)
 	v.envName("ledger.dsn_env", c.Ledger.DSNEnv)
+	if d := c.Ledger.CommitLinger; d < 0 || d > maxCommitLinger {
+		v.errorf("ledger.commit_linger", "%s is out of range 0..%s", d, maxCommitLinger)
+	}
+	v.intRange("ledger.commit_max_events", c.Ledger.CommitMaxEvents, 1, maxCommitEvents)
 	c.validateAuth(v)
 	c.validateLimits(v)
 	c.validateServer(v)

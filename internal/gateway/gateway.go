@@ -101,6 +101,9 @@ type Service struct {
 
 	ledger      Ledger
 	afterCommit func(eventID string) error
+	// writes is the mode's write strategy; ledgerWrites is set in ledger mode.
+	writes       writeStrategy
+	ledgerWrites *ledgerWrites
 
 	periods sync.Map // "family/period" → map[string]int (recorded shard counts)
 	states  sync.Map // "family/period" → cachedState
@@ -131,6 +134,11 @@ func New(o Options) (*Service, error) {
 		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
 	}
 	s.replicaReads = o.Config.Redis.ReplicaReads && o.Backend.HasReplica()
+	s.writes = redisWrites{s}
+	if o.Ledger != nil {
+		s.ledgerWrites = newLedgerWrites(s, o.Config.Ledger.CommitLinger, o.Config.Ledger.CommitMaxEvents)
+		s.writes = s.ledgerWrites
+	}
 	maxTTL := time.Second
 	for _, f := range o.Config.Families {
 		maxTTL = max(maxTTL, f.CacheTTL)

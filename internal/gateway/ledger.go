@@ -17,6 +17,7 @@ import (
 // Redis-only mode. *ledger.Ledger implements it.
 type Ledger interface {
 	Record(ctx context.Context, ev ledger.Event, r ledger.Rules) (ledger.Outcome, error)
+	RecordGroup(ctx context.Context, evs []ledger.GroupEvent) ([]ledger.GroupResult, error)
 	Project(ctx context.Context, ev ledger.Event, r ledger.Rules) (ledger.Outcome, error)
 	MarkProjected(ctx context.Context, eventIDs ...string) error
 	Unprojected(ctx context.Context, olderThan time.Duration, limit int) ([]ledger.Pending, error)
@@ -76,126 +77,214 @@ func (s *Service) requireLedger(what string) error {
 	return nil
 }
 
-// applyLedger is the write path of ledger mode (DESIGN.md §5): each event is
-// committed to the ledger first (one transaction: the event, its boards'
-// totals, versions and achievement seq), then the absolute totals go to
-// Redis through the versioned projection script, so retries, re-projection
-// and out-of-order delivery converge and Redis keeps no per-event dedupe.
+// ledgerWrites is the write strategy of ledger mode (DESIGN.md §5): events
+// are committed to the ledger first (the event, its boards' totals, versions
+// and achievement seqs), then their absolute totals go to Redis through the
+// versioned projection script, so retries, re-projection and out-of-order
+// delivery converge and Redis keeps no per-event dedupe. Awards and
+// corrections go through the commit queue: events arriving together (a batch,
+// or single events within the linger) share one transaction and one
+// projection pipeline. A reversal commits alone, in its place in the batch.
 // What a crash leaves unprojected, ProjectPending projects.
-func (s *Service) applyLedger(ctx context.Context, plans []plan, now time.Time) []BatchItem {
-	out := make([]BatchItem, len(plans))
-	type done struct {
-		i   int
-		res ledger.Outcome
+type ledgerWrites struct {
+	s *Service
+	q *commitQueue
+}
+
+func newLedgerWrites(s *Service, linger time.Duration, maxEvents int) *ledgerWrites {
+	if maxEvents <= 0 {
+		maxEvents = 500
 	}
-	var committed []done
+	w := &ledgerWrites{s: s}
+	w.q = newCommitQueue(linger, maxEvents, commitGroups, w.group)
+	return w
+}
+
+// commitGroups bounds the groups committing at once: one waits on the flush
+// while the next one fills.
+const commitGroups = 4
+
+func (w *ledgerWrites) apply(ctx context.Context, plans []plan, _ map[string]map[string]int, now time.Time) ([]BatchItem, error) {
+	out := make([]BatchItem, len(plans))
+	var run []*plan
+	var at []int
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		for j, item := range w.q.submit(ctx, run) {
+			out[at[j]] = item
+		}
+		run, at = run[:0], at[:0]
+	}
 	for i := range plans {
 		p := &plans[i]
-		if p.err != nil {
-			continue
+		p.received = now
+		switch {
+		case p.err != nil:
+			out[i].Err = p.err
+		case p.ev.Reverses != "":
+			flush() // the events before it commit first
+			out[i] = w.group(ctx, []*plan{p})[0]
+		default:
+			run, at = append(run, p), append(at, i)
 		}
-		ev := ledger.Event{EventID: p.ev.EventID, Kind: "award", Family: p.fam.cfg.Name, Period: p.period.ID, Member: p.ev.User,
-			Dims: p.ev.Dims, Boards: dims(p.boards), Delta: p.ev.Delta, Value: p.ev.Value, Reason: p.ev.Reason,
-			RulesVersion: p.fam.cfg.RulesVersion, ReceivedAt: now, OccurredAt: now}
-		if p.ev.At != nil {
-			ev.OccurredAt = *p.ev.At
-		}
-		if p.ev.Reverses != "" {
-			ev.Kind, ev.Reverses = "reversal", p.ev.Reverses
-		}
-		if p.kind != "" {
-			ev.Kind, ev.Operator = p.kind, p.operator
-		}
-		res, err := s.ledger.Record(ctx, ev, p.fam.ledgerRules())
-		if errors.Is(err, ledger.ErrPeriodClosed) {
-			p.late = "frozen"
-			p.err = ledgerErr(err)
-			continue
-		}
-		if err != nil {
-			p.err = ledgerErr(err)
-			continue
-		}
-		if s.afterCommit != nil {
-			if err := s.afterCommit(p.ev.EventID); err != nil {
-				// The test hook plays a crash between the two steps.
-				p.err = rank.Unavailable(err, "event %s is in the ledger but not yet projected; retry is safe", p.ev.EventID)
-				continue
-			}
-		}
-		committed = append(committed, done{i, res})
 	}
-	s.recordLate(ctx, plans, now)
+	flush()
+	return out, nil
+}
 
-	// One pipelined round trip projects every committed event's boards.
+// ledgerEvent is the ledger's form of a planned event.
+func ledgerEvent(p *plan) ledger.Event {
+	ev := ledger.Event{EventID: p.ev.EventID, Kind: ledger.KindAward, Family: p.fam.cfg.Name, Period: p.period.ID, Member: p.ev.User,
+		Dims: p.ev.Dims, Boards: dims(p.boards), Delta: p.ev.Delta, Value: p.ev.Value, Reason: p.ev.Reason,
+		RulesVersion: p.fam.cfg.RulesVersion, ReceivedAt: p.received, OccurredAt: p.received}
+	if p.ev.At != nil {
+		ev.OccurredAt = *p.ev.At
+	}
+	if p.ev.Reverses != "" {
+		ev.Kind, ev.Reverses = ledger.KindReversal, p.ev.Reverses
+	}
+	if p.correction {
+		ev.Kind, ev.Operator = ledger.KindCorrection, p.operator
+	}
+	return ev
+}
+
+// group commits plans (awards and corrections together, or one reversal),
+// projects every committed event's totals in one pipeline, marks them
+// projected in the ledger and answers each plan.
+func (w *ledgerWrites) group(ctx context.Context, plans []*plan) []BatchItem {
+	s := w.s
+	out := make([]BatchItem, len(plans))
+	results := make([]ledger.GroupResult, len(plans))
+	if len(plans) == 1 && plans[0].ev.Reverses != "" {
+		results[0].Outcome, results[0].Err = s.ledger.Record(ctx, ledgerEvent(plans[0]), plans[0].fam.ledgerRules())
+	} else {
+		evs := make([]ledger.GroupEvent, len(plans))
+		for i, p := range plans {
+			evs[i] = ledger.GroupEvent{Event: ledgerEvent(p), Rules: p.fam.ledgerRules()}
+		}
+		var err error
+		if results, err = s.ledger.RecordGroup(ctx, evs); err != nil {
+			for i := range out {
+				out[i].Err = ledgerErr(err)
+			}
+			return out
+		}
+	}
+	var committed []int
+	for i, r := range results {
+		p := plans[i]
+		switch {
+		case errors.Is(r.Err, ledger.ErrPeriodClosed):
+			p.late, p.err = "frozen", ledgerErr(r.Err)
+			kept := []plan{*p}
+			s.recordLate(ctx, kept, p.received)
+			p.err, p.lateKept = kept[0].err, true
+			out[i].Err = p.err
+		case r.Err != nil:
+			out[i].Err = ledgerErr(r.Err)
+		default:
+			if s.afterCommit != nil {
+				if err := s.afterCommit(p.ev.EventID); err != nil {
+					// The test hook plays a crash between the two steps.
+					out[i].Err = rank.Unavailable(err, "event %s is in the ledger but not yet projected; retry is safe", p.ev.EventID)
+					continue
+				}
+			}
+			committed = append(committed, i)
+		}
+	}
+
+	// One pipeline projects every committed event's boards; of several
+	// totals of one member on one board, only the newest goes to Redis.
 	var writes []store.Write
-	first := make([]int, len(committed))
-	for j, c := range committed {
-		p := &plans[c.i]
-		first[j] = len(writes)
-		writes = append(writes, s.projections(ctx, p.fam, p.period.ID, p.ev.User, c.res.Boards, now)...)
+	newest := map[string]int{} // board key + member → index in writes
+	idx := make([][]int, len(plans))
+	for _, i := range committed {
+		p := plans[i]
+		ws := s.projections(ctx, p.fam, p.period.ID, p.ev.User, results[i].Outcome.Boards, p.received)
+		idx[i] = make([]int, len(ws))
+		for k, wr := range ws {
+			key := wr.Keys.Tag + "\x00" + wr.Member + "\x00" + results[i].Outcome.Boards[k].Board
+			j, seen := newest[key]
+			switch {
+			case !seen:
+				j = len(writes)
+				newest[key] = j
+				writes = append(writes, wr)
+			case wr.Version > writes[j].Version:
+				writes[j] = wr
+			}
+			idx[i][k] = j
+		}
 	}
-	var results []store.WriteResult
-	if len(writes) > 0 {
-		results = s.be.Write(ctx, writes)
-	}
+	rs := s.projectGroup(ctx, writes)
 	var projected []string
-	for j, c := range committed {
-		p := &plans[c.i]
-		rs := results[first[j] : first[j]+len(c.res.Boards)]
+	for _, i := range committed {
+		p, res := plans[i], results[i].Outcome
 		var werr error
-		for _, r := range rs {
-			if r.Err != nil {
-				werr = r.Err
+		for _, j := range idx[i] {
+			if rs[j].Err != nil {
+				werr = rs[j].Err
 				break
 			}
-			if r.Status == "closed" {
-				// The ledger took it, Redis is frozen: the ledger is the truth
-				// and settlement reads it; nothing to undo.
-				continue
-			}
+			// status "closed": the ledger took it, Redis is frozen; the
+			// ledger is the truth and settlement reads it; nothing to undo.
 		}
 		if werr != nil {
-			p.err = rank.Unavailable(werr, "event %s is in the ledger but its projection failed; retry is safe", p.ev.EventID)
+			out[i].Err = rank.Unavailable(werr, "event %s is in the ledger but its projection failed; retry is safe", p.ev.EventID)
 			continue
 		}
 		projected = append(projected, p.ev.EventID)
-		res := EventResult{EventID: p.ev.EventID, Period: p.period.ID, Duplicate: c.res.Duplicate, Boards: make([]BoardPoints, len(c.res.Boards))}
-		improvedAny, sawImprove := false, false
-		for k, bt := range c.res.Boards {
-			b := p.boards[k]
-			bp := BoardPoints{Board: b.String(), Points: bt.Points}
-			if p.ev.Reverses == "" && p.fam.agg != "sum" && !c.res.Duplicate {
-				imp := bt.Changed
-				bp.Improved = &imp
-				sawImprove, improvedAny = true, improvedAny || imp
-			}
-			res.Boards[k] = bp
-			if !c.res.Duplicate && bt.Changed {
-				s.log.Info("event applied", "family", p.fam.cfg.Name, "period", p.period.ID, "board", b.String(), "member", p.ev.User,
-					"event_id", p.ev.EventID, "points_after", bt.Points, "version", bt.Version, "rules_version", p.fam.cfg.RulesVersion, "mode", "ledger")
-			}
-		}
-		if sawImprove {
-			res.Improved = &improvedAny
-		}
-		if c.res.Duplicate {
-			s.m.dedupe.WithLabelValues(p.fam.cfg.Name).Inc()
-		}
-		out[c.i].Result = &res
+		out[i].Result = w.answer(p, res)
 	}
 	if len(projected) > 0 {
 		if err := s.ledger.MarkProjected(ctx, projected...); err != nil {
 			// Harmless: the projector projects them again (versions guard).
-			s.log.Warn("marking events projected failed", "err", err)
-		}
-	}
-	for i := range plans {
-		if out[i].Result == nil && plans[i].err != nil {
-			out[i].Err = plans[i].err
+			s.log.Warn("marking events projected failed", "events", len(projected), "err", err)
 		}
 	}
 	return out
+}
+
+// projectGroup sends one group's projections to Redis in one pipelined round
+// trip (one per node). It is the one place a group's writes reach Redis: a
+// WAIT per touched master (redis.wait_replicas) belongs here.
+func (s *Service) projectGroup(ctx context.Context, writes []store.Write) []store.WriteResult {
+	if len(writes) == 0 {
+		return nil
+	}
+	return s.be.Write(ctx, writes)
+}
+
+// answer turns a committed event's ledger outcome into its API answer.
+func (w *ledgerWrites) answer(p *plan, res ledger.Outcome) *EventResult {
+	s := w.s
+	out := EventResult{EventID: p.ev.EventID, Period: p.period.ID, Duplicate: res.Duplicate, Boards: make([]BoardPoints, len(res.Boards))}
+	improvedAny, sawImprove := false, false
+	for k, bt := range res.Boards {
+		b := p.boards[k]
+		bp := BoardPoints{Board: b.String(), Points: bt.Points}
+		if p.ev.Reverses == "" && p.fam.agg != "sum" && !res.Duplicate {
+			imp := bt.Changed
+			bp.Improved = &imp
+			sawImprove, improvedAny = true, improvedAny || imp
+		}
+		out.Boards[k] = bp
+		if !res.Duplicate && bt.Changed {
+			s.log.Info("event applied", "family", p.fam.cfg.Name, "period", p.period.ID, "board", b.String(), "member", p.ev.User,
+				"event_id", p.ev.EventID, "points_after", bt.Points, "version", bt.Version, "rules_version", p.fam.cfg.RulesVersion, "mode", "ledger")
+		}
+	}
+	if sawImprove {
+		out.Improved = &improvedAny
+	}
+	if res.Duplicate {
+		s.m.dedupe.WithLabelValues(p.fam.cfg.Name).Inc()
+	}
+	return &out
 }
 
 func dims(boards []shard.Board) []string {
@@ -308,7 +397,7 @@ func (s *Service) projectLedger(ctx context.Context, f *family, b *board, user s
 	v := pr.Points
 	id := "projection:" + b.name() + ":" + user + ":" + strconv.FormatInt(pr.Version, 10)
 	res, err := s.ledger.Project(ctx, ledger.Event{EventID: id,
-		Kind: "projection", Family: f.cfg.Name, Period: b.period.ID, Member: user, Boards: []string{b.b.Dimension()},
+		Kind: ledger.KindProjection, Family: f.cfg.Name, Period: b.period.ID, Member: user, Boards: []string{b.b.Dimension()},
 		Value: &v, Version: pr.Version, RulesVersion: f.cfg.RulesVersion, ReceivedAt: now, OccurredAt: now}, f.ledgerRules())
 	if err != nil {
 		return ProjectionResult{}, ledgerErr(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,5 +325,184 @@ func TestLedgerReviewAcceptedAsCorrection(t *testing.T) {
 	}
 	if _, err := svc.DecideReview(ctx, id, "d", oldPeriod, "ops@x", false); rank.CodeOf(err) != rank.CodeInvalidArgument {
 		t.Fatalf("rejecting an accepted review: %v", err)
+	}
+}
+
+const groupFamilies = `  f:
+    period: week
+    timezone: UTC
+    tie: first
+    max_points: 1000
+    dimensions:
+      national: {shards: 4}
+      province: {shards: 2}
+  best:
+    aggregate: max
+    period: all
+    dimensions:
+      national: {shards: 2}
+`
+
+// One batch is one group commit: duplicates (of a recorded event and within
+// the batch), refused events (a frozen period, points out of range, invalid
+// input) and fine events each get their own answer, and a refused event
+// fails alone.
+func TestLedgerGroupMixed(t *testing.T) {
+	t.Parallel()
+	svc, l := newLedgerService(t, groupFamilies, nil)
+	ctx := context.Background()
+	if _, err := svc.ApplyEvent(ctx, Event{EventID: "old", Family: "f", User: "a", Delta: ptr(int64(100))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.ApplyEvent(ctx, Event{EventID: "b0", Family: "best", User: "a", Value: ptr(int64(5))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Freeze(ctx, "best", "current"); err != nil {
+		t.Fatal(err)
+	}
+	zj := map[string]string{"province": "zj"}
+	evs := []Event{
+		{EventID: "g1", Family: "f", User: "a", Delta: ptr(int64(50))},           // a: 150
+		{EventID: "old", Family: "f", User: "a", Delta: ptr(int64(100))},         // recorded before
+		{EventID: "b1", Family: "best", User: "b", Value: ptr(int64(9))},         // frozen period
+		{EventID: "big", Family: "f", User: "a", Delta: ptr(int64(900))},         // 1050 > max_points
+		{EventID: "g2", Family: "f", User: "b", Delta: ptr(int64(20)), Dims: zj}, // b: 20 on two boards
+		{EventID: "g1", Family: "f", User: "a", Delta: ptr(int64(50))},           // duplicate within the batch
+		{EventID: "bad id!", Family: "f", User: "a", Delta: ptr(int64(1))},       // invalid
+		{EventID: "g3", Family: "f", User: "a", Delta: ptr(int64(800))},          // a: 950, fits without "big"
+	}
+	items, err := svc.ApplyBatch(ctx, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		wantCode rank.Code
+		dup      bool
+		points   []int64
+	}{
+		{name: "fine", points: []int64{150}},
+		{name: "recorded duplicate: the totals after the group", dup: true, points: []int64{950}},
+		{name: "frozen period", wantCode: rank.CodePeriodClosed},
+		{name: "out of range", wantCode: rank.CodeOutOfRange},
+		{name: "two boards", points: []int64{20, 20}},
+		{name: "duplicate within the batch", dup: true, points: []int64{950}},
+		{name: "invalid", wantCode: rank.CodeInvalidArgument},
+		{name: "after a refused event", points: []int64{950}},
+	}
+	for i, c := range cases {
+		it := items[i]
+		if c.wantCode != "" {
+			if rank.CodeOf(it.Err) != c.wantCode {
+				t.Errorf("%s: err = %v, want %s", c.name, it.Err, c.wantCode)
+			}
+			continue
+		}
+		if it.Err != nil {
+			t.Errorf("%s: %v", c.name, it.Err)
+			continue
+		}
+		var pts []int64
+		for _, b := range it.Result.Boards {
+			pts = append(pts, b.Points)
+		}
+		if it.Result.Duplicate != c.dup || fmt.Sprint(pts) != fmt.Sprint(c.points) {
+			t.Errorf("%s: duplicate=%v points %v, want %v %v", c.name, it.Result.Duplicate, pts, c.dup, c.points)
+		}
+	}
+	wantTop(t, svc, BoardRef{Family: "f", Period: "current", Dimension: "national"}, []userPts{{"a", 950}, {"b", 20}})
+	wantTop(t, svc, BoardRef{Family: "f", Period: "current", Dimension: "province:zj"}, []userPts{{"b", 20}})
+	wantTop(t, svc, BoardRef{Family: "best", Period: "current", Dimension: "national"}, []userPts{{"a", 5}})
+	// The frozen period's event is kept for review, nothing of "big" is.
+	rv, err := svc.Reviews(ctx, "best", "current", 10)
+	if err != nil || len(rv.Reviews) != 1 {
+		t.Fatalf("reviews of best: %+v %v", rv, err)
+	}
+	if p, err := svc.ProjectPending(ctx, 0); err != nil || p != 0 {
+		t.Errorf("ProjectPending = %d, %v; want nothing left to project", p, err)
+	}
+	if got, err := l.Total(ctx, "f", items[0].Result.Period, "national", "a"); err != nil || got.Points != 950 || got.Version != 3 {
+		t.Errorf("ledger total of a = %+v, %v; want 950 at version 3", got, err)
+	}
+}
+
+// Two gateways on one ledger and one cluster write the same event ids at
+// once, as batches and as single events: each id applies exactly once, one
+// gateway answers it applied and the other duplicate, and Redis equals the
+// ledger.
+func TestLedgerTwoGatewaysSameIDs(t *testing.T) {
+	t.Parallel()
+	svcA, l := newLedgerService(t, groupFamilies, nil)
+	l2, err := ledger.Open(context.Background(), testpg.DSN(t), ledger.Options{Schema: l.Schema(), MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l2.Close)
+	svcB, err := New(Options{Config: svcA.cfg, Backend: svcA.be, ShardTimeout: 5 * time.Second, Ledger: l2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const n, users = 60, 7
+	ev := func(i int) Event {
+		return Event{EventID: fmt.Sprintf("e%02d", i), Family: "f", User: fmt.Sprintf("u%d", i%users), Delta: ptr(int64(i + 1)),
+			Dims: map[string]string{"province": fmt.Sprintf("p%d", i%2)}}
+	}
+	var batch, reversed []Event
+	for i := range n / 2 {
+		batch = append(batch, ev(i))
+	}
+	for i := n / 2; i > 0; i-- {
+		reversed = append(reversed, ev(i-1))
+	}
+	// Per id: how many answers said applied (not duplicate).
+	applied := make([]atomic.Int32, n)
+	count := func(items []BatchItem, errs ...error) {
+		for _, e := range errs {
+			if e != nil {
+				t.Error(e)
+			}
+		}
+		for _, it := range items {
+			if it.Err != nil {
+				t.Errorf("item: %v", it.Err)
+				continue
+			}
+			if !it.Result.Duplicate {
+				var i int
+				fmt.Sscanf(it.Result.EventID, "e%02d", &i)
+				applied[i].Add(1)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { items, err := svcA.ApplyBatch(ctx, batch); count(items, err) })
+	wg.Go(func() { items, err := svcB.ApplyBatch(ctx, reversed); count(items, err) })
+	for i := n / 2; i < n; i++ {
+		for _, svc := range []*Service{svcA, svcB} {
+			wg.Go(func() {
+				res, err := svc.ApplyEvent(ctx, ev(i))
+				count([]BatchItem{{Result: &res}}, err)
+			})
+		}
+	}
+	wg.Wait()
+	want := map[string]int64{}
+	for i := range n {
+		if c := applied[i].Load(); c != 1 {
+			t.Errorf("e%02d answered applied %d times, want once", i, c)
+		}
+		want[fmt.Sprintf("u%d", i%users)] += int64(i + 1)
+	}
+	got := topOf(t, svcA, BoardRef{Family: "f", Period: "current", Dimension: "national"}, 100, primaryRead)
+	if len(got) != users {
+		t.Fatalf("national has %d members, want %d", len(got), users)
+	}
+	pid := svcA.families["f"].spec.At(svcA.now()).ID
+	for _, e := range got {
+		lt, err := l.Total(ctx, "f", pid, "national", e.User)
+		if err != nil || e.Points != want[e.User] || lt.Points != want[e.User] {
+			t.Errorf("%s: Redis %d, ledger %+v (%v), want %d", e.User, e.Points, lt, err, want[e.User])
+		}
 	}
 }

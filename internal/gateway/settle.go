@@ -395,11 +395,14 @@ func (s *Service) Correct(ctx context.Context, c Correction) (EventResult, error
 		}
 		return EventResult{}, p.err
 	}
-	p.kind, p.operator = "correction", c.Operator
+	p.correction, p.operator = true, c.Operator
 	if _, err := s.ensurePeriod(ctx, f, p.period.ID); err != nil {
 		return EventResult{}, err
 	}
-	out := s.applyLedger(ctx, []plan{p}, now)
+	out, err := s.ledgerWrites.apply(ctx, []plan{p}, nil, now)
+	if err != nil {
+		return EventResult{}, err
+	}
 	if out[0].Err != nil {
 		return EventResult{}, out[0].Err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"time"
 	"unicode/utf8"
 
 	"github.com/rankgate/rankgate/internal/config"
@@ -27,10 +28,28 @@ type plan struct {
 	late   string // reason when refused as late
 	// periodClosed: the period is known frozen (see store.Write.PeriodClosed).
 	periodClosed bool
-	// kind and operator mark a correction (ledger mode).
-	kind, operator string
-	lateKept       bool // recorded for review already
+	// correction and operator mark a correction (ledger mode).
+	correction bool
+	operator   string
+	lateKept   bool      // recorded for review already
+	received   time.Time // when the batch arrived (ledger mode)
 }
+
+// writeStrategy is how a mode applies a batch's planned events: Redis-only
+// (in-slot scripts dedupe and apply, redisWrites) or ledger (commit, then
+// project, ledgerWrites). Planning, validation, the period state and late
+// events before, and metrics and the board listing after, are ApplyBatch's,
+// written once.
+type writeStrategy interface {
+	// apply answers every plan, in order: a plan with err set answers it.
+	// An error fails the whole batch (nothing was applied).
+	apply(ctx context.Context, plans []plan, shards map[string]map[string]int, now time.Time) ([]BatchItem, error)
+}
+
+var (
+	_ writeStrategy = redisWrites{}
+	_ writeStrategy = (*ledgerWrites)(nil)
+)
 
 // ApplyEvent applies one point event (or reversal) to every board of its
 // period that the member belongs to.
@@ -85,32 +104,41 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 		p.periodClosed = states[key] != "" && states[key] != "open"
 	}
 	s.recordLate(ctx, plans, now)
-	if s.ledger != nil {
-		out := s.applyLedger(ctx, plans, now)
-		for i := range plans {
-			p := &plans[i]
-			switch {
-			case out[i].Err != nil:
-				s.m.events.WithLabelValues(familyLabel(p), string(rank.CodeOf(out[i].Err))).Inc()
-			case out[i].Result.Duplicate:
-				s.m.events.WithLabelValues(p.fam.cfg.Name, "duplicate").Inc()
-			default:
-				s.m.events.WithLabelValues(p.fam.cfg.Name, "applied").Inc()
-			}
-		}
-		applied := make([]plan, 0, len(plans))
-		for i := range plans {
-			if out[i].Err == nil {
-				applied = append(applied, plans[i])
-			}
-		}
-		s.registerBoards(ctx, applied)
-		return out, nil
+	out, err := s.writes.apply(ctx, plans, shards, now)
+	if err != nil {
+		return nil, err
 	}
+	applied := make([]plan, 0, len(plans))
+	for i := range plans {
+		p := &plans[i]
+		switch {
+		case out[i].Err != nil:
+			s.m.events.WithLabelValues(familyLabel(p), string(rank.CodeOf(out[i].Err))).Inc()
+			continue
+		case out[i].Result.Duplicate:
+			s.m.events.WithLabelValues(p.fam.cfg.Name, "duplicate").Inc()
+		default:
+			s.m.events.WithLabelValues(p.fam.cfg.Name, "applied").Inc()
+		}
+		// Only boards that took an event join the period's listing.
+		applied = append(applied, *p)
+	}
+	s.registerBoards(ctx, applied)
+	return out, nil
+}
+
+// redisWrites is the write strategy of Redis-only mode: every board write is
+// one in-slot script that dedupes on the event id, checks the shard is open
+// and applies; the batch's writes go out in one pipelined round trip, and
+// under tie "first" achievement numbers are taken per family period (one
+// INCRBY) in array order.
+type redisWrites struct{ s *Service }
+
+func (w redisWrites) apply(ctx context.Context, plans []plan, shards map[string]map[string]int, now time.Time) ([]BatchItem, error) {
+	s := w.s
 	if err := s.takeSeqs(ctx, plans); err != nil {
 		return nil, err
 	}
-
 	var writes []store.Write
 	nowMs := now.UnixMilli()
 	for i := range plans {
@@ -139,36 +167,20 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 	if len(writes) > 0 {
 		results = s.be.Write(ctx, writes)
 	}
-
 	out := make([]BatchItem, len(plans))
 	for i := range plans {
 		p := &plans[i]
 		if p.err != nil {
 			out[i].Err = p.err
-			s.m.events.WithLabelValues(familyLabel(p), string(rank.CodeOf(p.err))).Inc()
 			continue
 		}
 		res, err := s.eventOutcome(ctx, p, results[p.first:p.first+len(p.boards)], now)
 		if err != nil {
 			out[i].Err = err
-			s.m.events.WithLabelValues(p.fam.cfg.Name, string(rank.CodeOf(err))).Inc()
 			continue
 		}
-		outcome := "applied"
-		if res.Duplicate {
-			outcome = "duplicate"
-		}
-		s.m.events.WithLabelValues(p.fam.cfg.Name, outcome).Inc()
 		out[i].Result = &res
 	}
-	// Only boards that took an event join the period's listing.
-	applied := make([]plan, 0, len(plans))
-	for i := range plans {
-		if out[i].Err == nil {
-			applied = append(applied, plans[i])
-		}
-	}
-	s.registerBoards(ctx, applied)
 	return out, nil
 }
 

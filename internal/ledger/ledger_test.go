@@ -1436,3 +1436,142 @@ func TestFreezeDuringWrites(t *testing.T) {
 		t.Errorf("after Freeze: %v, want ErrPeriodClosed", err)
 	}
 }
+
+// A group commits in one transaction; each event gets its own answer, a
+// refused one fails alone and the events after it see the totals without it.
+func TestRecordGroupMixed(t *testing.T) {
+	t.Parallel()
+	l := openTest(t)
+	ctx := t.Context()
+	r := sumTie
+	r.MaxPoints = 100
+	// Recorded before the group: a duplicate to be; a frozen period.
+	if _, err := l.Record(ctx, sumEv("old", "grp", "a", 10), r); err != nil {
+		t.Fatal(err)
+	}
+	closed := sumEv("late", "grp", "b", 1)
+	closed.Period = "2026-W01"
+	if _, err := l.Freeze(ctx, "grp", "2026-W01"); err != nil {
+		t.Fatal(err)
+	}
+	bad := sumEv("bad", "grp", "a", 1)
+	bad.Member = "" // invalid: refused before the transaction
+	evs := []Event{
+		sumEv("g1", "grp", "a", 5),   // a: 15, seq 2
+		sumEv("old", "grp", "a", 99), // duplicate of a recorded event
+		closed,                       // closed period
+		sumEv("big", "grp", "a", 90), // 105 > 100: out of range
+		sumEv("g2", "grp", "b", 7, "national", "city:x"), // b: 7, seq 3
+		sumEv("g1", "grp", "a", 5),                       // duplicate within the group
+		bad,                                              // invalid
+		sumEv("g3", "grp", "a", 80),                      // a: 95 (fits without "big"), seq 4
+	}
+	items := make([]GroupEvent, len(evs))
+	for i, ev := range evs {
+		items[i] = GroupEvent{Event: ev, Rules: r}
+	}
+	res, err := l.RecordGroup(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := func(board string, p, v, seq int64) BoardTotal {
+		return BoardTotal{Board: board, Points: p, Version: v, Seq: seq, Present: true, Changed: true}
+	}
+	cases := []struct {
+		name    string
+		want    Outcome
+		wantErr error
+	}{
+		{name: "fine", want: Outcome{Boards: []BoardTotal{tot("national", 15, 2, 2)}}},
+		{name: "recorded duplicate answers the totals after the group", want: Outcome{Duplicate: true, Boards: []BoardTotal{{Board: "national", Points: 95, Version: 3, Seq: 4, Present: true}}}},
+		{name: "closed period", wantErr: ErrPeriodClosed},
+		{name: "out of range", wantErr: ErrOutOfRange},
+		{name: "two boards", want: Outcome{Boards: []BoardTotal{tot("national", 7, 1, 3), tot("city:x", 7, 1, 3)}}},
+		{name: "duplicate within the group", want: Outcome{Duplicate: true, Boards: []BoardTotal{{Board: "national", Points: 95, Version: 3, Seq: 4, Present: true}}}},
+		{name: "invalid", wantErr: ErrInvalid},
+		{name: "after a refused one", want: Outcome{Boards: []BoardTotal{tot("national", 95, 3, 4)}}},
+	}
+	for i, c := range cases {
+		if c.wantErr != nil {
+			if !errors.Is(res[i].Err, c.wantErr) {
+				t.Errorf("%s: err = %v, want %v", c.name, res[i].Err, c.wantErr)
+			}
+			continue
+		}
+		if res[i].Err != nil || !reflect.DeepEqual(res[i].Outcome, c.want) {
+			t.Errorf("%s: got %+v, %v; want %+v", c.name, res[i].Outcome, res[i].Err, c.want)
+		}
+	}
+	if n := queryInt(t, l, `SELECT count(*) FROM events WHERE family = 'grp'`); n != 4 {
+		t.Errorf("events = %d, want 4 (old, g1, g2, g3)", n)
+	}
+	if n := queryInt(t, l, `SELECT count(*) FROM events WHERE event_id IN ('grp.big', 'grp.late')`); n != 0 {
+		t.Errorf("refused events kept: %d", n)
+	}
+	if n := queryInt(t, l, `SELECT next FROM period_seq WHERE family = 'grp'`); n != 5 {
+		t.Errorf("period_seq.next = %d, want 5 (one range of three)", n)
+	}
+	// The event_boards rows chain: g3's seq_before is g1's seq_after.
+	if n := queryInt(t, l, `SELECT seq_before FROM event_boards WHERE event_id = 'grp.g3'`); n != 2 {
+		t.Errorf("g3 seq_before = %d, want 2", n)
+	}
+}
+
+// Two groups writing the same ids at once: each id applies once, and every
+// answer agrees with the ledger.
+func TestRecordGroupConcurrentSameIDs(t *testing.T) {
+	t.Parallel()
+	l := openTest(t)
+	ctx := t.Context()
+	const n, writers = 40, 4
+	results := make([][]GroupResult, writers)
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		items := make([]GroupEvent, n)
+		for i := range n {
+			j := i
+			if w%2 == 1 {
+				j = n - 1 - i // the other half of the writers go backwards
+			}
+			items[i] = GroupEvent{Event: sumEv(fmt.Sprintf("e%02d", j), "grpc", fmt.Sprintf("u%d", j%5), 1, "national", "province:zj"), Rules: sumTie}
+		}
+		wg.Go(func() { results[w], errs[w] = l.RecordGroup(ctx, items) })
+	}
+	wg.Wait()
+	applied := map[string]int{}
+	for w := range writers {
+		if errs[w] != nil {
+			t.Fatalf("writer %d: %v", w, errs[w])
+		}
+		for i, r := range results[w] {
+			if r.Err != nil {
+				t.Fatalf("writer %d event %d: %v", w, i, r.Err)
+			}
+			if !r.Outcome.Duplicate {
+				j := i
+				if w%2 == 1 {
+					j = n - 1 - i
+				}
+				applied[fmt.Sprintf("e%02d", j)]++
+			}
+		}
+	}
+	if len(applied) != n {
+		t.Errorf("%d ids applied, want %d", len(applied), n)
+	}
+	for id, c := range applied {
+		if c != 1 {
+			t.Errorf("%s applied %d times", id, c)
+		}
+	}
+	for u := range 5 {
+		got, err := l.Total(ctx, "grpc", testPeriod, "national", fmt.Sprintf("u%d", u))
+		if err != nil || got.Points != n/5 || got.Version != n/5 {
+			t.Errorf("u%d: %+v, %v; want %d points", u, got, err, n/5)
+		}
+	}
+	if s := queryInt(t, l, `SELECT count(DISTINCT seq_after) FROM event_boards WHERE board = 'national' AND event_id LIKE 'grpc.%'`); s != n {
+		t.Errorf("%d distinct seqs, want %d", s, n)
+	}
+}

@@ -50,7 +50,17 @@ import (
 // Outcome.Boards follow ev.Boards, in its order (a reversal that names no
 // boards: the original's, in board order; a board the original never touched
 // answers its current totals, unchanged).
+//
+// An award or correction is a group of one (RecordGroup): one code path for
+// both.
 func (l *Ledger) Record(ctx context.Context, ev Event, r Rules) (Outcome, error) {
+	if ev.Kind == KindAward || ev.Kind == KindCorrection || (ev.Kind == "" && ev.Reverses == "") {
+		res, err := l.RecordGroup(ctx, []GroupEvent{{Event: ev, Rules: r}})
+		if err != nil {
+			return Outcome{}, err
+		}
+		return res[0].Outcome, res[0].Err
+	}
 	return l.write(ctx, ev, r, false)
 }
 
@@ -608,33 +618,17 @@ func (w *writer) checkOpen(ctx context.Context) error {
 // in board order, and sets w.states in the order of boards.
 func (w *writer) lockTotals(ctx context.Context, boards []string) error {
 	ev := &w.ev
-	sel := func() (map[string]totalsRow, error) {
-		rows, err := w.tx.Query(ctx, `SELECT board, points, version, seq, present, live FROM totals
-			WHERE family = $1 AND period = $2 AND member = $3 AND board = ANY($4)
-			ORDER BY board FOR UPDATE`, ev.Family, ev.Period, ev.Member, boards)
-		if err != nil {
-			return nil, err
-		}
-		got := make(map[string]totalsRow, len(boards))
-		var b string
-		var t totalsRow
-		_, err = pgx.ForEachRow(rows, []any{&b, &t.points, &t.version, &t.seq, &t.present, &t.live}, func() error {
-			got[b] = t
-			return nil
-		})
-		return got, err
+	keys := make([]totalsKey, len(boards))
+	for i, b := range boards {
+		keys[i] = totalsKey{ev.Family, ev.Period, b, ev.Member}
 	}
-	got, err := sel()
-	if err == nil && len(got) < len(boards) {
-		_, err = w.tx.Exec(ctx, `INSERT INTO totals (family, period, board, member)
-			SELECT $1, $2, b, $3 FROM unnest($4::text[]) AS u(b) ORDER BY b COLLATE "C"
-			ON CONFLICT DO NOTHING`, ev.Family, ev.Period, ev.Member, boards)
-		if err == nil {
-			got, err = sel()
-		}
-	}
+	rows, err := lockTotalsRows(ctx, w.tx, keys)
 	if err != nil {
 		return fmt.Errorf("ledger: locking the totals of %s: %w", ev.Member, err)
+	}
+	got := make(map[string]totalsRow, len(rows))
+	for k, t := range rows {
+		got[k.board] = t
 	}
 	w.states = make([]*boardState, len(boards))
 	for i, b := range boards {

@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/rank"
+)
+
+// commitQueue coalesces concurrent ledger writes into groups (DESIGN.md §5,
+// group commit): requests that arrive within linger of the first one of a
+// group, up to maxEvents events, share one ledger transaction and one Redis
+// projection pipeline; each caller gets its own answers. At most maxGroups
+// groups run at once; while they do, the next group keeps filling, so the
+// group size follows the load.
+//
+// No goroutine runs while the queue is empty: the first request of a group
+// starts a collector, which ends when nothing is pending.
+type commitQueue struct {
+	linger    time.Duration
+	maxEvents int
+	run       func(ctx context.Context, plans []*plan) []BatchItem
+	slots     chan struct{} // one per group in flight
+	kick      chan struct{} // wakes a lingering collector once maxEvents are pending
+
+	mu         sync.Mutex
+	pending    []*commitReq
+	n          int // events pending
+	collecting bool
+}
+
+// commitReq is one caller's part of a group.
+type commitReq struct {
+	ctx   context.Context
+	plans []*plan
+	out   []BatchItem
+	done  chan struct{}
+}
+
+func newCommitQueue(linger time.Duration, maxEvents, maxGroups int,
+	run func(ctx context.Context, plans []*plan) []BatchItem) *commitQueue {
+	return &commitQueue{linger: linger, maxEvents: max(maxEvents, 1), run: run,
+		slots: make(chan struct{}, max(maxGroups, 1)), kick: make(chan struct{}, 1)}
+}
+
+// groupTimeout bounds one group's commit and projection: a group outlives the
+// caller that opened it (its other callers still wait for it).
+const groupTimeout = 10 * time.Second
+
+// submit queues plans and waits for their answers (one per plan, in order).
+// A caller that gives up first is answered unavailable: its events may still
+// commit, and a retry is a duplicate.
+func (q *commitQueue) submit(ctx context.Context, plans []*plan) []BatchItem {
+	r := &commitReq{ctx: ctx, plans: plans, done: make(chan struct{})}
+	q.mu.Lock()
+	q.pending = append(q.pending, r)
+	q.n += len(plans)
+	start := !q.collecting
+	q.collecting = true
+	full := q.n >= q.maxEvents
+	q.mu.Unlock()
+	if start {
+		go q.collect()
+	} else if full {
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+	select {
+	case <-r.done:
+		return r.out
+	case <-ctx.Done():
+		out := make([]BatchItem, len(plans))
+		for i := range out {
+			out[i].Err = rank.Unavailable(ctx.Err(), "gave up waiting for the ledger commit; the event may be recorded, a retry is safe")
+		}
+		return out
+	}
+}
+
+// collect forms groups while requests are pending.
+func (q *commitQueue) collect() {
+	for {
+		q.mu.Lock()
+		if len(q.pending) == 0 {
+			q.collecting = false
+			q.mu.Unlock()
+			return
+		}
+		full := q.n >= q.maxEvents
+		q.mu.Unlock()
+		if !full && q.linger > 0 {
+			t := time.NewTimer(q.linger)
+			select {
+			case <-t.C:
+			case <-q.kick:
+				t.Stop()
+			}
+		}
+		q.slots <- struct{}{} // a free group slot; requests keep queueing meanwhile
+		q.mu.Lock()
+		var group []*commitReq
+		n := 0
+		for len(q.pending) > 0 && (n == 0 || n+len(q.pending[0].plans) <= q.maxEvents) {
+			r := q.pending[0]
+			q.pending[0] = nil
+			q.pending = q.pending[1:]
+			group = append(group, r)
+			n += len(r.plans)
+		}
+		q.n -= n
+		q.mu.Unlock()
+		go q.runGroup(group, n)
+	}
+}
+
+// runGroup commits and projects one group and answers its callers.
+func (q *commitQueue) runGroup(group []*commitReq, n int) {
+	defer func() { <-q.slots }()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(group[0].ctx), groupTimeout)
+	defer cancel()
+	plans := make([]*plan, 0, n)
+	for _, r := range group {
+		plans = append(plans, r.plans...)
+	}
+	out := q.run(ctx, plans)
+	i := 0
+	for _, r := range group {
+		r.out = out[i : i+len(r.plans) : i+len(r.plans)]
+		i += len(r.plans)
+		close(r.done)
+	}
+}

@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// The commit queue coalesces requests that queue behind a running group into
+// the next group (at most maxEvents), and answers each caller with its own
+// items.
+func TestCommitQueueGroups(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name       string
+		maxEvents  int
+		queued     int   // requests of one event queued behind the first group
+		wantGroups []int // sizes of the groups after the first
+	}{
+		{name: "all queued share one group", maxEvents: 100, queued: 5, wantGroups: []int{5}},
+		{name: "split at max events", maxEvents: 3, queued: 5, wantGroups: []int{3, 2}},
+		{name: "one at a time", maxEvents: 1, queued: 3, wantGroups: []int{1, 1, 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var sizes []int
+			first := true
+			q := newCommitQueue(0, c.maxEvents, 1, func(_ context.Context, plans []*plan) []BatchItem {
+				mu.Lock()
+				wait := first
+				first = false
+				sizes = append(sizes, len(plans))
+				mu.Unlock()
+				if wait {
+					<-release // the first group holds the only slot
+				}
+				out := make([]BatchItem, len(plans))
+				for i, p := range plans {
+					out[i].Result = &EventResult{EventID: p.ev.EventID}
+				}
+				return out
+			})
+			ctx := context.Background()
+			submit := func(id string) error {
+				got := q.submit(ctx, []*plan{{ev: Event{EventID: id}}})
+				if len(got) != 1 || got[0].Result == nil || got[0].Result.EventID != id {
+					return fmt.Errorf("%s answered %+v", id, got)
+				}
+				return nil
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, c.queued+1)
+			wg.Go(func() { errs <- submit("first") })
+			for {
+				mu.Lock()
+				started := !first
+				mu.Unlock()
+				if started {
+					break
+				}
+				runtime.Gosched()
+			}
+			for i := range c.queued {
+				wg.Go(func() { errs <- submit(fmt.Sprintf("q%d", i)) })
+			}
+			for {
+				q.mu.Lock()
+				n := q.n
+				q.mu.Unlock()
+				if n == c.queued {
+					break
+				}
+				runtime.Gosched()
+			}
+			close(release)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			if fmt.Sprint(sizes[1:]) != fmt.Sprint(c.wantGroups) || sizes[0] != 1 {
+				t.Errorf("group sizes %v, want [1] then %v", sizes, c.wantGroups)
+			}
+		})
+	}
+}
+
+// A caller that gives up is answered unavailable at once; the group still
+// runs for the others.
+func TestCommitQueueCallerGivesUp(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	ran := make(chan int, 1)
+	q := newCommitQueue(0, 10, 1, func(_ context.Context, plans []*plan) []BatchItem {
+		<-release
+		ran <- len(plans)
+		return make([]BatchItem, len(plans))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got := q.submit(ctx, []*plan{{}, {}})
+	if len(got) != 2 || got[0].Err == nil || got[1].Err == nil {
+		t.Fatalf("answers %+v, want two errors", got)
+	}
+	close(release)
+	if n := <-ran; n != 2 {
+		t.Errorf("group ran with %d plans, want 2", n)
+	}
+}

@@ -1,0 +1,636 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// GroupEvent is one event of a group and the rules of its family.
+type GroupEvent struct {
+	Event Event
+	Rules Rules
+}
+
+// GroupResult is one event's answer: its outcome, or why it was refused
+// (ErrInvalid, ErrPeriodClosed, ErrOutOfRange) — a refused event leaves no
+// trace and never fails its neighbours.
+type GroupResult struct {
+	Outcome Outcome
+	Err     error
+}
+
+// RecordGroup commits a group of awards and corrections in one transaction
+// and one flush (DESIGN.md §5, group commit), with the rules of Record applied
+// to each event in the group's order, as if recorded one after another:
+//
+//   - an event id already recorded, or repeated within the group, answers
+//     Duplicate with the member's totals after the group;
+//   - an event that is invalid, whose period is not open, or that would
+//     leave the range fails alone (validation before the transaction; the
+//     events after it see the totals without it);
+//   - achievement seqs are taken as one range per family period (one
+//     UPDATE … RETURNING per group, the last lock the group takes, held to
+//     COMMIT), handed out in the group's order, so seqs follow commit order.
+//
+// Lock order, the same as Record's: the event ids (inserted in id order), the
+// period rows (shared, in (family, period) order), the totals rows (in
+// (family, period, board, member) order, one statement), the period seq rows
+// (in (family, period) order). Reversals and projections are refused with
+// ErrInvalid: they go through Record and Project.
+//
+// The error is about the whole group (the database failed; nothing was
+// committed); the results then carry it too.
+func (l *Ledger) RecordGroup(ctx context.Context, evs []GroupEvent) ([]GroupResult, error) {
+	res := make([]GroupResult, len(evs))
+	g := &group{items: make([]groupItem, len(evs)), res: res}
+	for i, ge := range evs {
+		it := &g.items[i]
+		it.r, it.err = ge.Rules.check()
+		if it.err == nil {
+			it.ev, it.err = normalize(ge.Event, it.r, false)
+		}
+		if it.err == nil && it.ev.Kind != KindAward && it.ev.Kind != KindCorrection {
+			it.err = fmt.Errorf("%w: event %q: a group takes awards and corrections; a %s goes through Record", ErrInvalid, it.ev.EventID, it.ev.Kind)
+		}
+		it.refused = it.err
+	}
+	op, first := "record_group", ""
+	if len(evs) > 0 {
+		first = evs[0].Event.EventID
+	}
+	if len(evs) == 1 {
+		op = "record"
+	}
+	var err error
+	for {
+		err = l.inTx(ctx, op, first, func(tx pgx.Tx) error { return g.run(ctx, tx) })
+		var over *seqOverflow
+		if !errors.As(err, &over) {
+			break
+		}
+		// Events past the period's seq capacity are refused; the rest run again.
+		for _, i := range over.items {
+			g.items[i].refused = over.errs[i]
+		}
+	}
+	for i := range g.items {
+		it := &g.items[i]
+		switch {
+		case err != nil:
+			res[i] = GroupResult{Err: err}
+		case it.result.Err == nil && it.result.Outcome.Boards == nil:
+			res[i] = GroupResult{Err: fmt.Errorf("ledger: event %s got no answer", it.ev.EventID)}
+		default:
+			res[i] = it.result
+		}
+		kind := it.ev.Kind
+		if kind != KindAward && kind != KindCorrection {
+			kind = "invalid"
+		}
+		l.m.writes.WithLabelValues(kind, outcomeLabel(res[i].Err, res[i].Outcome, false)).Inc()
+	}
+	if err == nil && l.log.Enabled(ctx, slog.LevelDebug) {
+		for i := range g.items {
+			it := &g.items[i]
+			for _, b := range it.boards {
+				if !it.applied {
+					break
+				}
+				l.log.Debug("ledger write", "family", it.ev.Family, "period", it.ev.Period, "board", b.key.board,
+					"member", it.ev.Member, "event_id", it.ev.EventID, "kind", it.ev.Kind, "applied", b.applied,
+					"points_before", b.cur.row.points, "points_after", b.next.row.points, "present", b.next.row.present,
+					"version", b.next.row.version, "seq", b.next.seq(g.base), "changed", b.changed, "rules_version", it.ev.RulesVersion)
+			}
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// seqOverflow reruns a group without the events whose seq would reach the
+// period's capacity.
+type seqOverflow struct {
+	items []int
+	errs  map[int]error
+}
+
+func (e *seqOverflow) Error() string { return "ledger: seq capacity reached in a group" }
+
+// totalsKey names one totals row.
+type totalsKey struct{ family, period, board, member string }
+
+func (k totalsKey) less(o totalsKey) int {
+	if c := strings.Compare(k.family, o.family); c != 0 {
+		return c
+	}
+	if c := strings.Compare(k.period, o.period); c != 0 {
+		return c
+	}
+	if c := strings.Compare(k.board, o.board); c != 0 {
+		return c
+	}
+	return strings.Compare(k.member, o.member)
+}
+
+type periodKey struct{ family, period string }
+
+// gRow is a totals row inside a group: its seq may still be a place in the
+// period's range (k ≥ 0), resolved once the range is taken.
+type gRow struct {
+	row totalsRow
+	k   int // ≥ 0: row.seq = base of the period's range + k
+	fp  periodKey
+}
+
+func (r gRow) seq(base map[periodKey]int64) int64 {
+	if r.k >= 0 {
+		return base[r.fp] + int64(r.k)
+	}
+	return r.row.seq
+}
+
+func (r gRow) seqOr(base map[periodKey]int64) int64 {
+	if !r.row.present {
+		return -1
+	}
+	return r.seq(base)
+}
+
+type groupBoard struct {
+	key       totalsKey
+	cur, next gRow
+	changed   bool
+	applied   int64
+}
+
+type groupItem struct {
+	ev      Event
+	r       Rules
+	err     error // invalid: never reaches the database
+	refused error // err, or refused by an earlier attempt (seq capacity)
+
+	// Per attempt:
+	dupOf    int  // ≥ 0: an earlier item of the group with the same id
+	inserted bool // this attempt inserted its event row
+	applied  bool // computed and kept
+	boards   []groupBoard
+	result   GroupResult
+}
+
+type group struct {
+	items []groupItem
+	res   []GroupResult
+	base  map[periodKey]int64 // start of each period's seq range (last attempt)
+}
+
+// run is one attempt of the group's transaction.
+func (g *group) run(ctx context.Context, tx pgx.Tx) error {
+	g.base = map[periodKey]int64{}
+	firstOf := map[string]int{}
+	var ids []string
+	for i := range g.items {
+		it := &g.items[i]
+		it.dupOf, it.inserted, it.applied, it.boards, it.result = -1, false, false, nil, GroupResult{}
+		if it.refused != nil {
+			it.result.Err = it.refused
+			continue
+		}
+		if j, ok := firstOf[it.ev.EventID]; ok {
+			it.dupOf = j
+			continue
+		}
+		firstOf[it.ev.EventID] = i
+		ids = append(ids, it.ev.EventID)
+	}
+	// 1. The event rows, in id order; a conflict waits for a concurrent
+	// writer of the same id, then answers duplicate.
+	inserted, err := g.insertEvents(ctx, tx, ids, firstOf)
+	if err != nil {
+		return err
+	}
+	// 2. The period rows, shared, in order.
+	var periods []periodKey
+	seenP := map[periodKey]bool{}
+	for _, i := range firstOf {
+		it := &g.items[i]
+		pk := periodKey{it.ev.Family, it.ev.Period}
+		if inserted[it.ev.EventID] && !seenP[pk] {
+			seenP[pk] = true
+			periods = append(periods, pk)
+		}
+	}
+	states, err := lockPeriods(ctx, tx, periods)
+	if err != nil {
+		return err
+	}
+	var keys []totalsKey
+	seenK := map[totalsKey]bool{}
+	for i := range g.items {
+		it := &g.items[i]
+		if it.dupOf >= 0 || it.refused != nil {
+			continue
+		}
+		if !inserted[it.ev.EventID] {
+			continue // a duplicate of a recorded event
+		}
+		it.inserted = true
+		pk := periodKey{it.ev.Family, it.ev.Period}
+		if st := states[pk]; st != StateOpen {
+			it.result.Err = fmt.Errorf("%w: %s/%s is %s", ErrPeriodClosed, pk.family, pk.period, st)
+			continue
+		}
+		for _, b := range it.ev.Boards {
+			k := totalsKey{it.ev.Family, it.ev.Period, b, it.ev.Member}
+			if !seenK[k] {
+				seenK[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	// 3. The totals rows, locked in one statement, in order.
+	rows, err := lockTotalsRows(ctx, tx, keys)
+	if err != nil {
+		return err
+	}
+	cur := make(map[totalsKey]gRow, len(rows))
+	for k, r := range rows {
+		cur[k] = gRow{row: r, k: -1, fp: periodKey{k.family, k.period}}
+	}
+	// 4. Every event in the group's order, on the totals its predecessors left.
+	need := map[periodKey]int{}
+	for i := range g.items {
+		it := &g.items[i]
+		if !it.inserted || it.result.Err != nil {
+			continue
+		}
+		it.result.Err = g.compute(it, cur, need)
+	}
+	// 5. The seq ranges, the last lock: held to COMMIT, so seqs follow commit order.
+	if err := g.takeSeqRanges(ctx, tx, need); err != nil {
+		return err
+	}
+	// 6. The writes, in one round trip.
+	if err := g.write(ctx, tx, cur); err != nil {
+		return err
+	}
+	// 7. The answers of duplicates: the member's totals after the group.
+	for i := range g.items {
+		it := &g.items[i]
+		switch {
+		case it.refused != nil:
+		case it.dupOf >= 0:
+			if first := &g.items[it.dupOf]; first.result.Err != nil {
+				it.result.Err = first.result.Err
+				continue
+			}
+			fallthrough
+		case !it.inserted:
+			w := &writer{tx: tx, ev: it.ev, r: it.r}
+			out, err := w.duplicateOr(ctx, nil)
+			if err != nil {
+				return err
+			}
+			it.result = GroupResult{Outcome: out}
+		}
+	}
+	return nil
+}
+
+// insertEvents inserts the first item of each id, in id order, and returns
+// the ids it inserted.
+func (g *group) insertEvents(ctx context.Context, tx pgx.Tx, ids []string, firstOf map[string]int) (map[string]bool, error) {
+	if len(ids) == 0 {
+		return map[string]bool{}, nil
+	}
+	slices.Sort(ids)
+	n := len(ids)
+	var (
+		kinds, families, periods, members, dims, operators, reasons, rules = make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		deltas, values     = make([]*int64, n), make([]*int64, n)
+		received, occurred = make([]time.Time, n), make([]time.Time, n)
+	)
+	for j, id := range ids {
+		ev := &g.items[firstOf[id]].ev
+		d := ev.Dims
+		if d == nil {
+			d = map[string]string{}
+		}
+		dj, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		kinds[j], families[j], periods[j], members[j], dims[j] = ev.Kind, ev.Family, ev.Period, ev.Member, string(dj)
+		operators[j], reasons[j], rules[j] = ev.Operator, ev.Reason, ev.RulesVersion
+		deltas[j], values[j], received[j], occurred[j] = ev.Delta, ev.Value, ev.ReceivedAt, ev.OccurredAt
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO events (event_id, kind, family, period, member, dims, delta, value,
+			operator, reason, rules_version, received_at, occurred_at)
+		SELECT id, kind, family, period, member, dims::jsonb, delta, value, operator, reason, rules_version, received_at, occurred_at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+			$9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[]) WITH ORDINALITY
+			AS u(id, kind, family, period, member, dims, delta, value, operator, reason, rules_version, received_at, occurred_at, n)
+		ORDER BY n
+		ON CONFLICT (event_id) DO NOTHING
+		RETURNING event_id`,
+		ids, kinds, families, periods, members, dims, deltas, values, operators, reasons, rules, received, occurred)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: inserting %d events: %w", n, err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("ledger: inserting %d events: %w", n, err)
+	}
+	out := make(map[string]bool, len(got))
+	for _, id := range got {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// lockPeriods takes the period rows in share mode, in order (creating
+// missing ones open), and returns their states.
+func lockPeriods(ctx context.Context, tx pgx.Tx, ps []periodKey) (map[periodKey]string, error) {
+	out := make(map[periodKey]string, len(ps))
+	if len(ps) == 0 {
+		return out, nil
+	}
+	slices.SortFunc(ps, func(a, b periodKey) int {
+		if c := strings.Compare(a.family, b.family); c != 0 {
+			return c
+		}
+		return strings.Compare(a.period, b.period)
+	})
+	fs, pp := make([]string, len(ps)), make([]string, len(ps))
+	for i, p := range ps {
+		fs[i], pp[i] = p.family, p.period
+	}
+	sel := func() error {
+		rows, err := tx.Query(ctx, `SELECT p.family, p.period, p.state FROM periods p
+			JOIN unnest($1::text[], $2::text[]) AS u(family, period) ON p.family = u.family AND p.period = u.period
+			ORDER BY p.family, p.period FOR SHARE OF p`, fs, pp)
+		if err != nil {
+			return err
+		}
+		var k periodKey
+		var st string
+		_, err = pgx.ForEachRow(rows, []any{&k.family, &k.period, &st}, func() error {
+			out[k] = st
+			return nil
+		})
+		return err
+	}
+	err := sel()
+	if err == nil && len(out) < len(ps) {
+		_, err = tx.Exec(ctx, `INSERT INTO periods (family, period)
+			SELECT family, period FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(family, period, n) ORDER BY n
+			ON CONFLICT DO NOTHING`, fs, pp)
+		if err == nil {
+			err = sel()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading the state of %d periods: %w", len(ps), err)
+	}
+	for _, p := range ps {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("ledger: period %s/%s missing after insert", p.family, p.period)
+		}
+	}
+	return out, nil
+}
+
+// lockTotalsRows locks (creating when missing) the totals rows of keys in
+// (family, period, board, member) order, in one statement: an upsert takes
+// the lock of an existing row and of a new one alike, in the order of its
+// input, so every writer locks in the same order and none deadlocks.
+func lockTotalsRows(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, keys []totalsKey) (map[totalsKey]totalsRow, error) {
+	out := make(map[totalsKey]totalsRow, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	slices.SortFunc(keys, totalsKey.less)
+	n := len(keys)
+	fs, ps, bs, ms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, k := range keys {
+		fs[i], ps[i], bs[i], ms[i] = k.family, k.period, k.board, k.member
+	}
+	rows, err := q.Query(ctx, `INSERT INTO totals AS t (family, period, board, member)
+		SELECT family, period, board, member FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
+			AS u(family, period, board, member, n)
+		ORDER BY n
+		ON CONFLICT (family, period, board, member) DO UPDATE SET live = t.live
+		RETURNING family, period, board, member, points, version, seq, present, live`, fs, ps, bs, ms)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: locking %d totals rows: %w", n, err)
+	}
+	var k totalsKey
+	var t totalsRow
+	_, err = pgx.ForEachRow(rows, []any{&k.family, &k.period, &k.board, &k.member, &t.points, &t.version, &t.seq, &t.present, &t.live}, func() error {
+		out[k] = t
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: locking %d totals rows: %w", n, err)
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("ledger: locked %d of %d totals rows", len(out), n)
+	}
+	return out, nil
+}
+
+// compute applies one award or correction to the group's current totals.
+func (g *group) compute(it *groupItem, cur map[totalsKey]gRow, need map[periodKey]int) error {
+	w := &writer{ev: it.ev, r: it.r}
+	pk := periodKey{it.ev.Family, it.ev.Period}
+	bs := make([]groupBoard, len(it.ev.Boards))
+	newSeq := false
+	for j, b := range it.ev.Boards {
+		k := totalsKey{it.ev.Family, it.ev.Period, b, it.ev.Member}
+		c := cur[k]
+		st := &boardState{board: b, cur: c.row, next: c.row}
+		if err := w.award(st); err != nil {
+			return err
+		}
+		next := c
+		if st.changed {
+			next = gRow{row: st.next, k: -1, fp: pk}
+			newSeq = newSeq || st.newSeq
+		}
+		bs[j] = groupBoard{key: k, cur: c, next: next, changed: st.changed, applied: st.applied}
+	}
+	if newSeq {
+		if it.r.TieFirst {
+			for j := range bs {
+				if bs[j].changed {
+					bs[j].next.k = need[pk]
+				}
+			}
+			need[pk]++
+		} else {
+			for j := range bs {
+				if bs[j].changed {
+					bs[j].next.row.seq = 0
+				}
+			}
+		}
+	}
+	for _, b := range bs {
+		cur[b.key] = b.next
+	}
+	it.boards, it.applied = bs, true
+	return nil
+}
+
+// takeSeqRanges takes one range of achievement seqs per family period, in
+// order, and checks them against the seq capacity of the events that use them.
+func (g *group) takeSeqRanges(ctx context.Context, tx pgx.Tx, need map[periodKey]int) error {
+	if len(need) == 0 {
+		return nil
+	}
+	ps := make([]periodKey, 0, len(need))
+	for p := range need {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b periodKey) int {
+		if c := strings.Compare(a.family, b.family); c != 0 {
+			return c
+		}
+		return strings.Compare(a.period, b.period)
+	})
+	n := len(ps)
+	fs, pp, cs := make([]string, n), make([]string, n), make([]int64, n)
+	for i, p := range ps {
+		fs[i], pp[i], cs[i] = p.family, p.period, int64(need[p])
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO period_seq AS s (family, period, next)
+		SELECT family, period, 1 + c FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS u(family, period, c, n)
+		ORDER BY n
+		ON CONFLICT (family, period) DO UPDATE SET next = s.next + EXCLUDED.next - 1
+		RETURNING family, period, next`, fs, pp, cs)
+	if err != nil {
+		return fmt.Errorf("ledger: taking achievement seqs: %w", err)
+	}
+	var k periodKey
+	var next int64
+	_, err = pgx.ForEachRow(rows, []any{&k.family, &k.period, &next}, func() error {
+		g.base[k] = next - int64(need[k])
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: taking achievement seqs: %w", err)
+	}
+	over := &seqOverflow{errs: map[int]error{}}
+	for i := range g.items {
+		it := &g.items[i]
+		if !it.applied || !it.r.TieFirst {
+			continue
+		}
+		for _, b := range it.boards {
+			if b.changed && b.next.k >= 0 {
+				if s := b.next.seq(g.base); s >= it.r.SeqCapacity {
+					over.items = append(over.items, i)
+					over.errs[i] = fmt.Errorf("%w: period %s/%s used up its %d achievement numbers (seq_capacity)",
+						ErrOutOfRange, it.ev.Family, it.ev.Period, it.r.SeqCapacity)
+				}
+				break
+			}
+		}
+	}
+	if len(over.items) > 0 {
+		return over
+	}
+	return nil
+}
+
+// write stores the totals the group left, what each event did to each board,
+// and drops the rows of refused events; then fills the answers.
+func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow) error {
+	b := &pgx.Batch{}
+	// Totals rows that changed, at their final state.
+	changed := map[totalsKey]bool{}
+	var (
+		ebID, ebBoard                             []string
+		ebApplied, ebSeqB, ebSeqA, ebTotal, ebVer []int64
+		ebChanged, ebPresent                      []bool
+		drop, unchanged                           []string
+	)
+	for i := range g.items {
+		it := &g.items[i]
+		if !it.inserted {
+			continue
+		}
+		if !it.applied {
+			drop = append(drop, it.ev.EventID)
+			continue
+		}
+		out := Outcome{Boards: make([]BoardTotal, len(it.boards))}
+		moved := false
+		for j, gb := range it.boards {
+			if gb.changed {
+				changed[gb.key], moved = true, true
+			}
+			ebID, ebBoard = append(ebID, it.ev.EventID), append(ebBoard, gb.key.board)
+			ebApplied, ebChanged = append(ebApplied, gb.applied), append(ebChanged, gb.changed)
+			ebSeqB, ebSeqA = append(ebSeqB, gb.cur.seqOr(g.base)), append(ebSeqA, gb.next.seqOr(g.base))
+			ebTotal, ebPresent, ebVer = append(ebTotal, gb.next.row.points), append(ebPresent, gb.next.row.present), append(ebVer, gb.next.row.version)
+			out.Boards[j] = BoardTotal{Board: gb.key.board, Points: gb.next.row.points, Version: gb.next.row.version,
+				Seq: gb.next.seq(g.base), Present: gb.next.row.present, Changed: gb.changed}
+		}
+		if !moved {
+			unchanged = append(unchanged, it.ev.EventID) // nothing for Redis to learn
+		}
+		it.result = GroupResult{Outcome: out}
+	}
+	if len(drop) > 0 {
+		b.Queue(`DELETE FROM events WHERE event_id = ANY($1)`, drop)
+	}
+	if len(changed) > 0 {
+		keys := make([]totalsKey, 0, len(changed))
+		for k := range changed {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, totalsKey.less)
+		n := len(keys)
+		fs, ps, bs, ms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		pts, vers, seqs, lives := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		pres := make([]bool, n)
+		for i, k := range keys {
+			r := cur[k]
+			fs[i], ps[i], bs[i], ms[i] = k.family, k.period, k.board, k.member
+			pts[i], vers[i], seqs[i], lives[i], pres[i] = r.row.points, r.row.version, r.seq(g.base), r.row.live, r.row.present
+		}
+		b.Queue(`UPDATE totals t SET points = u.points, version = u.version, seq = u.seq, present = u.present, live = u.live, updated_at = now()
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::boolean[], $9::bigint[])
+				AS u(family, period, board, member, points, version, seq, present, live)
+			WHERE t.family = u.family AND t.period = u.period AND t.board = u.board AND t.member = u.member`,
+			fs, ps, bs, ms, pts, vers, seqs, pres, lives)
+	}
+	if len(ebID) > 0 {
+		b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::boolean[], $5::bigint[], $6::bigint[], $7::bigint[], $8::boolean[], $9::bigint[])`,
+			ebID, ebBoard, ebApplied, ebChanged, ebSeqB, ebSeqA, ebTotal, ebPresent, ebVer)
+	}
+	if len(unchanged) > 0 {
+		b.Queue(`UPDATE events SET projected = true WHERE event_id = ANY($1)`, unchanged)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("ledger: writing a group of %d events: %w", len(g.items), err)
+	}
+	return nil
+}
