@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/testcluster"
 	"github.com/rankgate/rankgate/internal/teststack"
 )
@@ -91,7 +92,6 @@ const e2eFamilies = `  learning:
 
 // gw is one running gateway.
 type gw struct {
-	t      *testing.T
 	addr   string
 	base   string
 	client *http.Client
@@ -119,43 +119,68 @@ func startGatewayOn(t *testing.T, manual bool, addrs []string) *gw {
 // and returns at once, with the path of its ready file.
 func launchGateway(t *testing.T, addrs []string) (*gw, string) {
 	t.Helper()
-	prefix := testcluster.Prefix(t)
-	dir := t.TempDir()
+	g, ready, err := launch(t.TempDir(), addrs, testcluster.Prefix(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, ready
+}
+
+// launch starts the real program in-process on redis.addrs and key prefix,
+// with its config and ready file in dir and e2eNow as the service's clock,
+// and returns at once, with the path of its ready file.
+func launch(dir string, addrs []string, prefix string) (*gw, string, error) {
 	cfgPath := filepath.Join(dir, "rankgate.yaml")
 	if err := os.WriteFile(cfgPath, teststack.ConfigYAML(addrs, prefix, e2eFamilies), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
 	ready := filepath.Join(dir, "ready")
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &gw{t: t, logs: logs, cancel: cancel, done: make(chan error, 1)}
+	g := &gw{logs: logs, cancel: cancel, done: make(chan error, 1)}
 	args := []string{"serve", "-config", cfgPath, "-ready-file", ready, "-log-format", "text"}
-	go func() { g.done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs) }()
-	return g, ready
+	go func() { g.done <- runAt(ctx, e2eNow, args, func(string) string { return "" }, io.Discard, logs) }()
+	return g, ready, nil
 }
 
 // waitReady waits (bounded) for the ready file or an early exit. Unless
 // manual is set, cleanup cancels the gateway and asserts a clean return.
 func (g *gw) waitReady(t *testing.T, ready string, manual bool) {
 	t.Helper()
-	logs, cancel := g.logs, g.cancel
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
-			g.addr = strings.TrimSpace(string(b))
-			break
+	g.awaitReady(t, ready)
+	t.Cleanup(func() {
+		g.client.CloseIdleConnections()
+		if !manual {
+			g.stop(t)
 		}
+		if t.Failed() {
+			t.Logf("gateway logs (tail):\n%s", tailLines(g.logs.String(), 30))
+		}
+	})
+}
+
+// awaitReady waits (bounded) for the ready file, failing t when the gateway
+// exits first or is not ready within 15 s, and sets up g's HTTP client. It
+// registers no cleanup: the caller owns the gateway's end.
+func (g *gw) awaitReady(t *testing.T, ready string) {
+	t.Helper()
+	err := soon.Within(15*time.Second, func() error {
 		select {
 		case err := <-g.done:
-			cancel()
-			t.Fatalf("gateway exited before ready: %v\nlogs:\n%s", err, logs.String())
+			g.cancel()
+			t.Fatalf("gateway exited before ready: %v\nlogs:\n%s", err, g.logs.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("gateway not ready within 15s\nlogs:\n%s", logs.String())
+		b, err := os.ReadFile(ready)
+		if err != nil || len(b) == 0 {
+			return fmt.Errorf("no address in the ready file (%v)", err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		g.addr = strings.TrimSpace(string(b))
+		return nil
+	})
+	if err != nil {
+		g.cancel()
+		t.Fatalf("gateway not ready: %v\nlogs:\n%s", err, g.logs.String())
 	}
 	g.base = "http://" + g.addr
 	g.client = &http.Client{
@@ -163,29 +188,105 @@ func (g *gw) waitReady(t *testing.T, ready string, manual bool) {
 		Transport:     &http.Transport{MaxIdleConnsPerHost: 16},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	t.Cleanup(func() {
-		g.client.CloseIdleConnections()
-		if !manual {
-			g.stop(t)
-		}
-		if t.Failed() {
-			t.Logf("gateway logs (tail):\n%s", tailLines(logs.String(), 30))
-		}
-	})
 }
 
 // stop cancels the run context and asserts run returns nil (graceful).
 func (g *gw) stop(t *testing.T) {
 	t.Helper()
+	if err := g.shutdown(); err != nil {
+		t.Error(err)
+	}
+}
+
+// shutdown cancels the run context and waits (bounded) for run to return;
+// an error says run did not return nil (graceful) in time.
+func (g *gw) shutdown() error {
 	g.cancel()
 	select {
 	case err := <-g.done:
 		if err != nil {
-			t.Errorf("run returned %v after cancel, want nil (graceful shutdown)", err)
+			return fmt.Errorf("run returned %v after cancel, want nil (graceful shutdown)", err)
 		}
+		return nil
 	case <-time.After(25 * time.Second):
-		t.Errorf("run did not return within 25s of cancel")
+		return errors.New("run did not return within 25s of cancel")
 	}
+}
+
+// ---------------------------------------------------------------- shared fixture
+
+// world is the shared fixture of the endpoint tests that only read: one
+// gateway on a key prefix of its own, holding the boards they read
+// (seedWorld), built once per test process by the first test that asks for
+// it and stopped by TestMain. Tests that write start a gateway of their own,
+// so every test runs alone (go test -run) and in any order.
+var world struct {
+	once  sync.Once
+	g     *gw
+	dir   string
+	built bool // seedWorld completed without failing its test
+}
+
+// readWorld returns the shared gateway, building it on first use.
+func readWorld(t *testing.T) *gw {
+	t.Helper()
+	addrs := testcluster.Addrs(t) // skips (or fails in CI) like every integration test
+	world.once.Do(func() { buildWorld(t, addrs) })
+	if !world.built {
+		t.Fatal("the shared gateway of the read tests could not be built: see the failure of the test that built it")
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("shared gateway logs (tail):\n%s", tailLines(world.g.logs.String(), 30))
+		}
+	})
+	return world.g
+}
+
+// buildWorld starts the shared gateway and writes its boards; a failure
+// fails t (the test that asked first) and leaves world.built false.
+func buildWorld(t *testing.T, addrs []string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "rankgate-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	world.dir = dir
+	g, ready, err := launch(dir, addrs, testcluster.Prefix(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	world.g = g
+	g.awaitReady(t, ready)
+	seedWorld(t, g)
+	world.built = true
+}
+
+// stopWorld stops the shared gateway, if one was started, requiring a
+// graceful return, and removes its files.
+func stopWorld() error {
+	if world.g == nil {
+		return nil
+	}
+	if world.g.client != nil {
+		world.g.client.CloseIdleConnections()
+	}
+	err := world.g.shutdown()
+	if err != nil {
+		err = fmt.Errorf("shared gateway: %w\nlogs (tail):\n%s", err, tailLines(world.g.logs.String(), 30))
+	}
+	return errors.Join(err, os.RemoveAll(world.dir))
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := stopWorld(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func tailLines(s string, n int) string {
@@ -429,7 +530,7 @@ func checkMeta(t *testing.T, what string, m readMeta, board string, r resp) {
 	at, err := time.Parse(time.RFC3339, m.AsOf)
 	if err != nil {
 		t.Errorf("%s: as_of %q is not RFC 3339: %v", what, m.AsOf, err)
-	} else if d := time.Since(at); d < -time.Minute || d > time.Minute {
+	} else if d := e2eNow().Sub(at); d < -time.Minute || d > time.Minute {
 		t.Errorf("%s: as_of %s is %s away from now", what, m.AsOf, d)
 	}
 	if m.Partial || len(m.Missing) > 0 {
@@ -456,31 +557,85 @@ var shanghai = func() *time.Location {
 	return loc
 }()
 
-// avoidWeekBoundary waits out the rare run that starts within 45 s of a week
-// change in Asia/Shanghai (learning) or UTC (course): the test reads and
-// writes the "current" week and compares it with ids computed here.
-func avoidWeekBoundary(t *testing.T) {
-	t.Helper()
+// weekMargin is how far from a week change the end-to-end tests' clock
+// stays: longer than any run of this package.
+const weekMargin = 10 * time.Minute
+
+// e2eOffset moves e2eNow off a week change; see weekSafeOffset.
+var e2eOffset = weekSafeOffset(time.Now())
+
+// e2eNow is the service clock of the gateways these tests start and the
+// "now" of the ids and times they expect: the tests read and write the
+// "current" week and compare it with ids computed here, so the week must not
+// change under a run.
+func e2eNow() time.Time { return time.Now().Add(e2eOffset) }
+
+// weekSafeOffset is 0, or -weekMargin when now lies within weekMargin before
+// a week change in Asia/Shanghai (learning) or UTC (course): then the clock
+// runs weekMargin behind, at least weekMargin away from the change. (The two
+// changes are 8 hours apart, so one move never nears the other.)
+func weekSafeOffset(now time.Time) time.Duration {
 	for _, loc := range []*time.Location{shanghai, time.UTC} {
-		now := time.Now().In(loc)
-		days := (8 - int(now.Weekday())) % 7 // to next Monday
+		t := now.In(loc)
+		days := (8 - int(t.Weekday())) % 7 // to next Monday
 		if days == 0 {
 			days = 7
 		}
-		y, m, d := now.Date()
-		next := time.Date(y, m, d+days, 0, 0, 0, 0, loc)
-		if wait := time.Until(next); wait < 45*time.Second {
-			t.Logf("waiting %s for the week to change in %s", wait.Round(time.Millisecond), loc)
-			time.Sleep(wait + time.Second)
+		y, m, d := t.Date()
+		if next := time.Date(y, m, d+days, 0, 0, 0, 0, loc); next.Sub(now) < weekMargin {
+			return -weekMargin
 		}
+	}
+	return 0
+}
+
+func TestWeekSafeOffset(t *testing.T) {
+	t.Parallel()
+	mondayShanghai := time.Date(2026, 12, 7, 0, 0, 0, 0, shanghai) // Sunday 16:00 UTC
+	mondayUTC := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		now  time.Time
+		want time.Duration
+	}{
+		{"mid-week", time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), 0},
+		{"30s before Monday in Shanghai", mondayShanghai.Add(-30 * time.Second), -weekMargin},
+		{"just inside the margin, Shanghai", mondayShanghai.Add(-weekMargin + time.Second), -weekMargin},
+		{"just outside the margin, Shanghai", mondayShanghai.Add(-weekMargin), 0},
+		{"30s before Monday in UTC", mondayUTC.Add(-30 * time.Second), -weekMargin},
+		{"at the change", mondayUTC, 0},
+		{"just after the change", mondayUTC.Add(time.Second), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := weekSafeOffset(c.now)
+			if got != c.want {
+				t.Fatalf("weekSafeOffset(%s) = %s, want %s", c.now.UTC().Format(time.RFC3339), got, c.want)
+			}
+			// The moved clock and the next weekMargin lie in one week, in both zones.
+			for _, loc := range []*time.Location{shanghai, time.UTC} {
+				from, to := c.now.Add(got).In(loc), c.now.Add(got+weekMargin-time.Nanosecond).In(loc)
+				y1, w1 := from.ISOWeek()
+				y2, w2 := to.ISOWeek()
+				if y1 != y2 || w1 != w2 {
+					t.Errorf("%s: the clock from %s crosses a week change within %s", loc, from, weekMargin)
+				}
+			}
+		})
 	}
 }
 
 // currentWeek is the learning family's period id now: the ISO week in Asia/Shanghai.
 func currentWeek() string {
-	y, w := time.Now().In(shanghai).ISOWeek()
+	y, w := e2eNow().In(shanghai).ISOWeek()
 	return fmt.Sprintf("%04d-W%02d", y, w)
 }
+
+// lb is the path of a learning board of the current week; bn is its name.
+func lb(dim string) string { return "/v1/boards/learning/current/" + dim }
+func bn(dim string) string { return "learning/" + currentWeek() + "/" + dim }
+
+// learningDims are the dimensions of u1001's events (province:zhejiang, class:c42).
+var learningDims = map[string]string{"province": "zhejiang", "class": "c42"}
 
 // ---------------------------------------------------------------- seed model
 
@@ -523,965 +678,1021 @@ func checkSeedEntries(t *testing.T, what string, es []entry, firstIndex int) {
 	}
 }
 
-// ---------------------------------------------------------------- the walk
+// ---------------------------------------------------------------- the endpoints
 
-func TestE2EEndpoints(t *testing.T) {
-	avoidWeekBoundary(t)
+// One test per endpoint. Tests that only read share one gateway and its
+// boards (readWorld); tests that write start a gateway of their own. None
+// depends on another having run.
+
+// TestE2EEvents: POST /v1/events, on a gateway of its own.
+func TestE2EEvents(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, false)
 	week := currentWeek()
-	lb := func(dim string) string { return "/v1/boards/learning/current/" + dim }
-	bn := func(dim string) string { return "learning/" + week + "/" + dim }
-	dims := map[string]string{"province": "zhejiang", "class": "c42"}
+	var r eventRes
+	ev := map[string]any{"event_id": "evt-8842", "family": "learning", "user": "u1001", "delta": 20, "dims": learningDims}
+	g.ok(t, "POST", "/v1/events", ev, &r)
+	want := map[string]int64{bn("national"): 20, bn("province:zhejiang"): 20, bn("class:c42"): 20}
+	if r.EventID != "evt-8842" || r.Duplicate || r.Period != week || len(r.Boards) != 3 || !mapsEqual(r.points(), want) || r.Improved != nil {
+		t.Errorf("first event: %+v, want 3 boards %v in %s, duplicate false", r, want, week)
+	}
 
-	// POST /v1/events
-	t.Run("events", func(t *testing.T) {
+	// Replay: duplicate, current points, nothing changes.
+	var rep eventRes
+	g.ok(t, "POST", "/v1/events", ev, &rep)
+	if !rep.Duplicate || !mapsEqual(rep.points(), want) {
+		t.Errorf("replay: %+v, want duplicate with %v", rep, want)
+	}
+
+	var r2 eventRes
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "evt-8843", "family": "learning", "user": "u1001", "delta": 30, "dims": learningDims}, &r2)
+	if r2.points()[bn("national")] != 50 {
+		t.Errorf("second event: %+v, want 50", r2)
+	}
+
+	// Reversal subtracts what evt-8843 added, once.
+	rev := map[string]any{"event_id": "evt-9001", "family": "learning", "user": "u1001", "dims": learningDims, "reverses": "evt-8843", "reason": "fraud"}
+	var rr eventRes
+	g.ok(t, "POST", "/v1/events", rev, &rr)
+	if rr.Duplicate || !mapsEqual(rr.points(), want) {
+		t.Errorf("reversal: %+v, want applied with %v", rr, want)
+	}
+	g.ok(t, "POST", "/v1/events", rev, &rr)
+	if !rr.Duplicate || !mapsEqual(rr.points(), want) {
+		t.Errorf("reversal replay: %+v, want duplicate with %v", rr, want)
+	}
+	rev2 := map[string]any{"event_id": "evt-9002", "family": "learning", "user": "u1001", "dims": learningDims, "reverses": "evt-8843"}
+	g.ok(t, "POST", "/v1/events", rev2, &rr)
+	if !rr.Duplicate || !mapsEqual(rr.points(), want) {
+		t.Errorf("second reversal of the same event: %+v, want duplicate (nothing changes) with %v", rr, want)
+	}
+	g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-9003", "family": "learning", "user": "u1001", "reverses": "evt-nope"},
+		404, "unknown_event", "")
+	g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-9004", "family": "learning", "user": "u1001", "reverses": "evt-9004"},
+		400, "invalid_argument", "reverses")
+	g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-9005", "family": "learning", "user": "u1001", "delta": 1, "reverses": "evt-8842"},
+		400, "invalid_argument", "reverses")
+
+	// Period closed: the week of 30 days ago ended far more than grace ago.
+	past := e2eNow().Add(-30 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-late", "family": "learning", "user": "u1001", "delta": 5, "at": past},
+		409, "period_closed", "")
+	// at: > 5 minutes ahead is a 400; just inside is accepted.
+	g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-fut", "family": "learning", "user": "u1002", "delta": 5,
+		"at": e2eNow().Add(6 * time.Minute).Format(time.RFC3339)}, 400, "invalid_argument", "at")
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "evt-soon", "family": "learning", "user": "u1002", "delta": 5,
+		"at": e2eNow().Add(30 * time.Second).Format(time.RFC3339)}, nil)
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-t","family":"learning","user":"u1","delta":1,"at":"yesterday"}`, 400, "invalid_argument", "at")
+
+	g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-c", "family": "course", "user": "u1", "delta": 5}, 409, "wrong_source", "")
+	g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-f", "family": "nosuch", "user": "u1", "delta": 5}, 404, "unknown_family", "")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-u","family":"learning","user":"u1","delta":1,"colour":"red"}`, 400, "invalid_argument", "colour")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-b","family":`, 400, "invalid_argument", "")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-b"} {}`, 400, "invalid_argument", "")
+	g.wantErr(t, "POST", "/v1/events", ``, 400, "invalid_argument", "")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":1.5}`, 400, "invalid_argument", "delta")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":"5"}`, 400, "invalid_argument", "delta")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":0}`, 400, "invalid_argument", "delta")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1"}`, 400, "invalid_argument", "delta")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":8388608}`, 422, "out_of_range", "delta")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"bad user","delta":1}`, 400, "invalid_argument", "user")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"","family":"learning","user":"u1","delta":1}`, 400, "invalid_argument", "event_id")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":1,"dims":{"school":"x"}}`, 400, "invalid_argument", "dims")
+	g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":1,"dims":{"province":"a b"}}`, 400, "invalid_argument", "dims.province")
+
+	// Over 1 MiB: 413, with a Content-Length and chunked.
+	big := `{"event_id":"evt-big","family":"learning","user":"u1","delta":1,"reason":"` + strings.Repeat("x", 1<<20) + `"}`
+	g.wantErr(t, "POST", "/v1/events", big, 413, "too_large", "")
+	r413 := g.postChunked(t, "/v1/events", big)
+	if r413.status != 413 {
+		t.Errorf("chunked body over 1 MiB: got %s, want 413", r413)
+	} else if e := checkErrShape(t, "chunked 413", r413); e.Code != "too_large" {
+		t.Errorf("chunked body over 1 MiB: code %q, want too_large", e.Code)
+	}
+
+	// max family: value, improved.
+	var gr eventRes
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "g-1", "family": "game", "user": "p1", "value": 100}, &gr)
+	if gr.Period != "all" || gr.Improved == nil || !*gr.Improved || gr.points()["game/all/national"] != 100 {
+		t.Errorf("game value 100: %+v, want improved, 100 on game/all/national", gr)
+	}
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "g-2", "family": "game", "user": "p1", "value": 50}, &gr)
+	if gr.Improved == nil || *gr.Improved || gr.points()["game/all/national"] != 100 {
+		t.Errorf("game value 50: %+v, want not improved, still 100", gr)
+	}
+	g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "g-3", "family": "game", "user": "p1", "delta": 5}, 400, "invalid_argument", "delta")
+	g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "g-4", "family": "game", "user": "p1", "reverses": "g-1"}, 412, "ledger_required", "")
+}
+
+// TestE2EBatch: POST /v1/events:batch, on a gateway of its own that has
+// applied evt-8842 (u1001, 20 points) before.
+func TestE2EBatch(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, false)
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "evt-8842", "family": "learning", "user": "u1001", "delta": 20, "dims": learningDims}, nil)
+	var out struct {
+		Results []json.RawMessage `json:"results"`
+	}
+	g.ok(t, "POST", "/v1/events:batch", map[string]any{"events": []any{
+		map[string]any{"event_id": "b-1", "family": "learning", "user": "u2001", "delta": 5},
+		map[string]any{"event_id": "b-2", "family": "learning", "user": "u2002", "delta": 0},
+		map[string]any{"event_id": "b-3", "family": "course", "user": "u2003", "delta": 5},
+		map[string]any{"event_id": "evt-8842", "family": "learning", "user": "u1001", "delta": 20, "dims": learningDims},
+		map[string]any{"event_id": "b-5", "family": "nosuch", "user": "u2005", "delta": 5},
+		map[string]any{"event_id": "b-1", "family": "learning", "user": "u2001", "delta": 5},
+		map[string]any{"event_id": "b-7", "family": "learning", "user": "u2001", "delta": 7},
+	}}, &out)
+	if len(out.Results) != 7 {
+		t.Fatalf("batch of 7: %d results", len(out.Results))
+	}
+	okAt := func(i int, id string, dup bool, national int64) {
 		var r eventRes
-		ev := map[string]any{"event_id": "evt-8842", "family": "learning", "user": "u1001", "delta": 20, "dims": dims}
-		g.ok(t, "POST", "/v1/events", ev, &r)
-		want := map[string]int64{bn("national"): 20, bn("province:zhejiang"): 20, bn("class:c42"): 20}
-		if r.EventID != "evt-8842" || r.Duplicate || r.Period != week || len(r.Boards) != 3 || !mapsEqual(r.points(), want) || r.Improved != nil {
-			t.Errorf("first event: %+v, want 3 boards %v in %s, duplicate false", r, want, week)
+		if err := json.Unmarshal(out.Results[i], &r); err != nil || r.EventID != id || r.Duplicate != dup || r.points()[bn("national")] != national {
+			t.Errorf("results[%d] = %s, want event %s duplicate=%v national=%d", i, out.Results[i], id, dup, national)
 		}
+	}
+	errAt := func(i int, code, field string) {
+		e := checkErrShape(t, fmt.Sprintf("results[%d]", i), resp{status: 200, header: http.Header{"Content-Type": {"application/json"}}, body: out.Results[i]})
+		if e.Code != code || (field != "" && e.Field != field) {
+			t.Errorf("results[%d] = %s, want %s (field %q)", i, out.Results[i], code, field)
+		}
+	}
+	okAt(0, "b-1", false, 5)
+	errAt(1, "invalid_argument", "delta")
+	errAt(2, "wrong_source", "")
+	okAt(3, "evt-8842", true, 20)
+	errAt(4, "unknown_family", "")
+	okAt(5, "b-1", true, 5) // same id twice in one batch: applied once
+	okAt(6, "b-7", false, 12)
 
-		// Replay: duplicate, current points, nothing changes.
-		var rep eventRes
-		g.ok(t, "POST", "/v1/events", ev, &rep)
-		if !rep.Duplicate || !mapsEqual(rep.points(), want) {
-			t.Errorf("replay: %+v, want duplicate with %v", rep, want)
-		}
+	// A malformed item fails the whole batch, naming it.
+	g.wantErr(t, "POST", "/v1/events:batch", `{"events":[{"event_id":"x1","family":"learning","user":"u1","delta":1},{"event_id":"x2","family":"learning","user":"u1","delta":"1"}]}`,
+		400, "invalid_argument", "events[1].delta")
+	g.wantErr(t, "POST", "/v1/events:batch", `{"events":[{"event_id":"x1","family":"learning","user":"u1","delta":1,"extra":1}]}`,
+		400, "invalid_argument", "events[0].extra")
+	g.wantErr(t, "POST", "/v1/events:batch", `{"events":[]}`, 400, "invalid_argument", "events")
+	g.wantErr(t, "POST", "/v1/events:batch", `{}`, 400, "invalid_argument", "events")
+	g.wantErr(t, "POST", "/v1/events:batch", `{"evnts":[]}`, 400, "invalid_argument", "evnts")
+	many := make([]any, 1001)
+	for i := range many {
+		many[i] = map[string]any{"event_id": fmt.Sprintf("m-%d", i), "family": "learning", "user": "u3000", "delta": 1}
+	}
+	g.wantErr(t, "POST", "/v1/events:batch", map[string]any{"events": many}, 400, "invalid_argument", "events")
+}
 
-		var r2 eventRes
-		g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "evt-8843", "family": "learning", "user": "u1001", "delta": 30, "dims": dims}, &r2)
-		if r2.points()[bn("national")] != 50 {
-			t.Errorf("second event: %+v, want 50", r2)
-		}
+// TestE2EProjection: PUT /v1/boards/{family}/{period}/{dimension}/members/{member},
+// on a gateway of its own.
+func TestE2EProjection(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, false)
+	cb := "/v1/boards/course/current/national/members/"
+	y, w := e2eNow().UTC().ISOWeek()
+	courseBoard := fmt.Sprintf("course/%04d-W%02d/national", y, w)
+	var p projRes
+	g.ok(t, "PUT", cb+"c1", map[string]any{"version": 37, "points": 1250}, &p)
+	if !p.Applied || p.Version != 37 || p.Points != 1250 || p.CurrentVersion != 0 || p.Board != courseBoard {
+		t.Errorf("projection v37: %+v, want applied v37 1250 on %s", p, courseBoard)
+	}
+	g.ok(t, "PUT", cb+"c1", map[string]any{"version": 38, "points": 1270}, &p)
+	if !p.Applied || p.Version != 38 || p.Points != 1270 {
+		t.Errorf("projection v38: %+v", p)
+	}
+	p = projRes{}
+	g.ok(t, "PUT", cb+"c1", map[string]any{"version": 37, "points": 1}, &p)
+	if p.Applied || p.CurrentVersion != 38 || p.Points != 1270 {
+		t.Errorf("stale projection v37: %+v, want applied=false current_version 38 points 1270", p)
+	}
+	g.ok(t, "PUT", cb+"c1", map[string]any{"version": 38, "points": 1}, &p)
+	if p.Applied || p.CurrentVersion != 38 {
+		t.Errorf("projection with the same version: %+v, want applied=false", p)
+	}
+	g.ok(t, "PUT", cb+"c2", map[string]any{"version": 1, "points": 900}, nil)
 
-		// Reversal subtracts what evt-8843 added, once.
-		rev := map[string]any{"event_id": "evt-9001", "family": "learning", "user": "u1001", "dims": dims, "reverses": "evt-8843", "reason": "fraud"}
-		var rr eventRes
-		g.ok(t, "POST", "/v1/events", rev, &rr)
-		if rr.Duplicate || !mapsEqual(rr.points(), want) {
-			t.Errorf("reversal: %+v, want applied with %v", rr, want)
-		}
-		g.ok(t, "POST", "/v1/events", rev, &rr)
-		if !rr.Duplicate || !mapsEqual(rr.points(), want) {
-			t.Errorf("reversal replay: %+v, want duplicate with %v", rr, want)
-		}
-		rev2 := map[string]any{"event_id": "evt-9002", "family": "learning", "user": "u1001", "dims": dims, "reverses": "evt-8843"}
-		g.ok(t, "POST", "/v1/events", rev2, &rr)
-		if !rr.Duplicate || !mapsEqual(rr.points(), want) {
-			t.Errorf("second reversal of the same event: %+v, want duplicate (nothing changes) with %v", rr, want)
-		}
-		g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-9003", "family": "learning", "user": "u1001", "reverses": "evt-nope"},
-			404, "unknown_event", "")
-		g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-9004", "family": "learning", "user": "u1001", "reverses": "evt-9004"},
-			400, "invalid_argument", "reverses")
-		g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-9005", "family": "learning", "user": "u1001", "delta": 1, "reverses": "evt-8842"},
-			400, "invalid_argument", "reverses")
+	var top page
+	r := g.ok(t, "GET", "/v1/boards/course/current/national/top", nil, &top)
+	checkMeta(t, "course top", top.readMeta, courseBoard, r)
+	if got := users(top.Entries); !slices.Equal(got, []string{"c1", "c2"}) || top.Entries[0].Points != 1270 {
+		t.Errorf("course top: %+v, want c1 (1270), c2", top.Entries)
+	}
 
-		// Period closed: the week of 30 days ago ended far more than grace ago.
-		past := time.Now().Add(-30 * 24 * time.Hour).UTC().Format(time.RFC3339)
-		g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-late", "family": "learning", "user": "u1001", "delta": 5, "at": past},
-			409, "period_closed", "")
-		// at: > 5 minutes ahead is a 400; just inside is accepted.
-		g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-fut", "family": "learning", "user": "u1002", "delta": 5,
-			"at": time.Now().Add(6 * time.Minute).Format(time.RFC3339)}, 400, "invalid_argument", "at")
-		g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "evt-soon", "family": "learning", "user": "u1002", "delta": 5,
-			"at": time.Now().Add(30 * time.Second).Format(time.RFC3339)}, nil)
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-t","family":"learning","user":"u1","delta":1,"at":"yesterday"}`, 400, "invalid_argument", "at")
+	g.wantErr(t, "PUT", "/v1/boards/learning/current/national/members/u1", map[string]any{"version": 1, "points": 1}, 409, "wrong_source", "")
+	g.wantErr(t, "PUT", "/v1/boards/nosuch/current/national/members/u1", map[string]any{"version": 1, "points": 1}, 404, "unknown_family", "")
+	g.wantErr(t, "PUT", cb+"c1", map[string]any{"version": 0, "points": 1}, 400, "invalid_argument", "version")
+	g.wantErr(t, "PUT", cb+"c1", `{"version":1,"points":1,"x":2}`, 400, "invalid_argument", "x")
+	g.wantErr(t, "PUT", cb+"c1", `{"version":1,"points":1.5}`, 400, "invalid_argument", "points")
+	g.wantErr(t, "PUT", cb+"bad%20id", map[string]any{"version": 1, "points": 1}, 400, "invalid_argument", "user")
+	g.wantErr(t, "PUT", "/v1/boards/course/current/province:x/members/c1", map[string]any{"version": 1, "points": 1}, 404, "unknown_board", "")
+	g.wantErr(t, "PUT", "/v1/boards/course/2026-W99/national/members/c1", map[string]any{"version": 1, "points": 1}, 400, "invalid_argument", "period")
+}
 
-		g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-c", "family": "course", "user": "u1", "delta": 5}, 409, "wrong_source", "")
-		g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "evt-f", "family": "nosuch", "user": "u1", "delta": 5}, 404, "unknown_family", "")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-u","family":"learning","user":"u1","delta":1,"colour":"red"}`, 400, "invalid_argument", "colour")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-b","family":`, 400, "invalid_argument", "")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-b"} {}`, 400, "invalid_argument", "")
-		g.wantErr(t, "POST", "/v1/events", ``, 400, "invalid_argument", "")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":1.5}`, 400, "invalid_argument", "delta")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":"5"}`, 400, "invalid_argument", "delta")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":0}`, 400, "invalid_argument", "delta")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1"}`, 400, "invalid_argument", "delta")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":8388608}`, 422, "out_of_range", "delta")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"bad user","delta":1}`, 400, "invalid_argument", "user")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"","family":"learning","user":"u1","delta":1}`, 400, "invalid_argument", "event_id")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":1,"dims":{"school":"x"}}`, 400, "invalid_argument", "dims")
-		g.wantErr(t, "POST", "/v1/events", `{"event_id":"evt-d","family":"learning","user":"u1","delta":1,"dims":{"province":"a b"}}`, 400, "invalid_argument", "dims.province")
+// TestE2EProfiles: PUT /v1/profiles/{member} (on the shared gateway: it
+// writes r00's profile as seedWorld did, so nothing changes there).
+func TestE2EProfiles(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	var p struct {
+		User    string            `json:"user"`
+		Profile map[string]string `json:"profile"`
+	}
+	g.ok(t, "PUT", "/v1/profiles/r00", map[string]any{"name": "Ada", "avatar": "https://img.example/ada.png"}, &p)
+	if p.User != "r00" || p.Profile["name"] != "Ada" || p.Profile["avatar"] != "https://img.example/ada.png" {
+		t.Errorf("profile answer: %+v", p)
+	}
+	g.wantErr(t, "PUT", "/v1/profiles/bad%20id", map[string]any{"name": "x"}, 400, "invalid_argument", "user")
+	g.wantErr(t, "PUT", "/v1/profiles/r00", `{"name":"a\u0001b"}`, 400, "invalid_argument", "name")
+	g.wantErr(t, "PUT", "/v1/profiles/r00", `{"name":"x","email":"x@y"}`, 400, "invalid_argument", "email")
+	g.wantErr(t, "PUT", "/v1/profiles/r00", `{"name":5}`, 400, "invalid_argument", "name")
+}
 
-		// Over 1 MiB: 413, with a Content-Length and chunked.
-		big := `{"event_id":"evt-big","family":"learning","user":"u1","delta":1,"reason":"` + strings.Repeat("x", 1<<20) + `"}`
-		g.wantErr(t, "POST", "/v1/events", big, 413, "too_large", "")
-		r413 := g.postChunked(t, "/v1/events", big)
-		if r413.status != 413 {
-			t.Errorf("chunked body over 1 MiB: got %s, want 413", r413)
-		} else if e := checkErrShape(t, "chunked 413", r413); e.Code != "too_large" {
-			t.Errorf("chunked body over 1 MiB: code %q, want too_large", e.Code)
-		}
-
-		// max family: value, improved.
-		var gr eventRes
-		g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "g-1", "family": "game", "user": "p1", "value": 100}, &gr)
-		if gr.Period != "all" || gr.Improved == nil || !*gr.Improved || gr.points()["game/all/national"] != 100 {
-			t.Errorf("game value 100: %+v, want improved, 100 on game/all/national", gr)
-		}
-		g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "g-2", "family": "game", "user": "p1", "value": 50}, &gr)
-		if gr.Improved == nil || *gr.Improved || gr.points()["game/all/national"] != 100 {
-			t.Errorf("game value 50: %+v, want not improved, still 100", gr)
-		}
-		g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "g-3", "family": "game", "user": "p1", "delta": 5}, 400, "invalid_argument", "delta")
-		g.wantErr(t, "POST", "/v1/events", map[string]any{"event_id": "g-4", "family": "game", "user": "p1", "reverses": "g-1"}, 412, "ledger_required", "")
-	})
-
-	// POST /v1/events:batch
-	t.Run("batch", func(t *testing.T) {
-		var out struct {
-			Results []json.RawMessage `json:"results"`
-		}
-		g.ok(t, "POST", "/v1/events:batch", map[string]any{"events": []any{
-			map[string]any{"event_id": "b-1", "family": "learning", "user": "u2001", "delta": 5},
-			map[string]any{"event_id": "b-2", "family": "learning", "user": "u2002", "delta": 0},
-			map[string]any{"event_id": "b-3", "family": "course", "user": "u2003", "delta": 5},
-			map[string]any{"event_id": "evt-8842", "family": "learning", "user": "u1001", "delta": 20, "dims": dims},
-			map[string]any{"event_id": "b-5", "family": "nosuch", "user": "u2005", "delta": 5},
-			map[string]any{"event_id": "b-1", "family": "learning", "user": "u2001", "delta": 5},
-			map[string]any{"event_id": "b-7", "family": "learning", "user": "u2001", "delta": 7},
-		}}, &out)
-		if len(out.Results) != 7 {
-			t.Fatalf("batch of 7: %d results", len(out.Results))
-		}
-		okAt := func(i int, id string, dup bool, national int64) {
-			var r eventRes
-			if err := json.Unmarshal(out.Results[i], &r); err != nil || r.EventID != id || r.Duplicate != dup || r.points()[bn("national")] != national {
-				t.Errorf("results[%d] = %s, want event %s duplicate=%v national=%d", i, out.Results[i], id, dup, national)
-			}
-		}
-		errAt := func(i int, code, field string) {
-			e := checkErrShape(t, fmt.Sprintf("results[%d]", i), resp{status: 200, header: http.Header{"Content-Type": {"application/json"}}, body: out.Results[i]})
-			if e.Code != code || (field != "" && e.Field != field) {
-				t.Errorf("results[%d] = %s, want %s (field %q)", i, out.Results[i], code, field)
-			}
-		}
-		okAt(0, "b-1", false, 5)
-		errAt(1, "invalid_argument", "delta")
-		errAt(2, "wrong_source", "")
-		okAt(3, "evt-8842", true, 20)
-		errAt(4, "unknown_family", "")
-		okAt(5, "b-1", true, 5) // same id twice in one batch: applied once
-		okAt(6, "b-7", false, 12)
-
-		// A malformed item fails the whole batch, naming it.
-		g.wantErr(t, "POST", "/v1/events:batch", `{"events":[{"event_id":"x1","family":"learning","user":"u1","delta":1},{"event_id":"x2","family":"learning","user":"u1","delta":"1"}]}`,
-			400, "invalid_argument", "events[1].delta")
-		g.wantErr(t, "POST", "/v1/events:batch", `{"events":[{"event_id":"x1","family":"learning","user":"u1","delta":1,"extra":1}]}`,
-			400, "invalid_argument", "events[0].extra")
-		g.wantErr(t, "POST", "/v1/events:batch", `{"events":[]}`, 400, "invalid_argument", "events")
-		g.wantErr(t, "POST", "/v1/events:batch", `{}`, 400, "invalid_argument", "events")
-		g.wantErr(t, "POST", "/v1/events:batch", `{"evnts":[]}`, 400, "invalid_argument", "evnts")
-		many := make([]any, 1001)
-		for i := range many {
-			many[i] = map[string]any{"event_id": fmt.Sprintf("m-%d", i), "family": "learning", "user": "u3000", "delta": 1}
-		}
-		g.wantErr(t, "POST", "/v1/events:batch", map[string]any{"events": many}, 400, "invalid_argument", "events")
-	})
-
-	// PUT /v1/boards/{family}/{period}/{dimension}/members/{member}
-	t.Run("projection", func(t *testing.T) {
-		cb := "/v1/boards/course/current/national/members/"
-		y, w := time.Now().UTC().ISOWeek()
-		courseBoard := fmt.Sprintf("course/%04d-W%02d/national", y, w)
-		var p projRes
-		g.ok(t, "PUT", cb+"c1", map[string]any{"version": 37, "points": 1250}, &p)
-		if !p.Applied || p.Version != 37 || p.Points != 1250 || p.CurrentVersion != 0 || p.Board != courseBoard {
-			t.Errorf("projection v37: %+v, want applied v37 1250 on %s", p, courseBoard)
-		}
-		g.ok(t, "PUT", cb+"c1", map[string]any{"version": 38, "points": 1270}, &p)
-		if !p.Applied || p.Version != 38 || p.Points != 1270 {
-			t.Errorf("projection v38: %+v", p)
-		}
-		p = projRes{}
-		g.ok(t, "PUT", cb+"c1", map[string]any{"version": 37, "points": 1}, &p)
-		if p.Applied || p.CurrentVersion != 38 || p.Points != 1270 {
-			t.Errorf("stale projection v37: %+v, want applied=false current_version 38 points 1270", p)
-		}
-		g.ok(t, "PUT", cb+"c1", map[string]any{"version": 38, "points": 1}, &p)
-		if p.Applied || p.CurrentVersion != 38 {
-			t.Errorf("projection with the same version: %+v, want applied=false", p)
-		}
-		g.ok(t, "PUT", cb+"c2", map[string]any{"version": 1, "points": 900}, nil)
-
-		var top page
-		r := g.ok(t, "GET", "/v1/boards/course/current/national/top", nil, &top)
-		checkMeta(t, "course top", top.readMeta, courseBoard, r)
-		if got := users(top.Entries); !slices.Equal(got, []string{"c1", "c2"}) || top.Entries[0].Points != 1270 {
-			t.Errorf("course top: %+v, want c1 (1270), c2", top.Entries)
-		}
-
-		g.wantErr(t, "PUT", "/v1/boards/learning/current/national/members/u1", map[string]any{"version": 1, "points": 1}, 409, "wrong_source", "")
-		g.wantErr(t, "PUT", "/v1/boards/nosuch/current/national/members/u1", map[string]any{"version": 1, "points": 1}, 404, "unknown_family", "")
-		g.wantErr(t, "PUT", cb+"c1", map[string]any{"version": 0, "points": 1}, 400, "invalid_argument", "version")
-		g.wantErr(t, "PUT", cb+"c1", `{"version":1,"points":1,"x":2}`, 400, "invalid_argument", "x")
-		g.wantErr(t, "PUT", cb+"c1", `{"version":1,"points":1.5}`, 400, "invalid_argument", "points")
-		g.wantErr(t, "PUT", cb+"bad%20id", map[string]any{"version": 1, "points": 1}, 400, "invalid_argument", "user")
-		g.wantErr(t, "PUT", "/v1/boards/course/current/province:x/members/c1", map[string]any{"version": 1, "points": 1}, 404, "unknown_board", "")
-		g.wantErr(t, "PUT", "/v1/boards/course/2026-W99/national/members/c1", map[string]any{"version": 1, "points": 1}, 400, "invalid_argument", "period")
-	})
-
-	// PUT /v1/profiles/{member}
-	t.Run("profiles", func(t *testing.T) {
-		var p struct {
-			User    string            `json:"user"`
-			Profile map[string]string `json:"profile"`
-		}
-		g.ok(t, "PUT", "/v1/profiles/r00", map[string]any{"name": "Ada", "avatar": "https://img.example/ada.png"}, &p)
-		if p.User != "r00" || p.Profile["name"] != "Ada" || p.Profile["avatar"] != "https://img.example/ada.png" {
-			t.Errorf("profile answer: %+v", p)
-		}
-		g.wantErr(t, "PUT", "/v1/profiles/bad%20id", map[string]any{"name": "x"}, 400, "invalid_argument", "user")
-		g.wantErr(t, "PUT", "/v1/profiles/r00", `{"name":"a\u0001b"}`, 400, "invalid_argument", "name")
-		g.wantErr(t, "PUT", "/v1/profiles/r00", `{"name":"x","email":"x@y"}`, 400, "invalid_argument", "email")
-		g.wantErr(t, "PUT", "/v1/profiles/r00", `{"name":5}`, 400, "invalid_argument", "name")
-	})
-
-	// Seed the read boards (after the writes above; no read has touched them).
-	t.Run("seed", func(t *testing.T) {
-		evs := make([]any, seedN)
-		for i := range evs {
-			evs[i] = map[string]any{"event_id": "seed-" + seedUser(i), "family": "learning", "user": seedUser(i),
-				"delta": seedPoints(i), "dims": map[string]string{"province": "seed", "class": "s1"}}
-		}
-		var out struct {
-			Results []eventRes `json:"results"`
-		}
-		g.ok(t, "POST", "/v1/events:batch", map[string]any{"events": evs}, &out)
-		for i, r := range out.Results {
-			if r.EventID != "seed-"+seedUser(i) || r.Duplicate || r.points()[bn("province:seed")] != seedPoints(i) {
-				t.Fatalf("seed result %d: %+v", i, r)
-			}
-		}
-		if len(out.Results) != seedN {
-			t.Fatalf("seed: %d results", len(out.Results))
-		}
-	})
-
-	// GET {board}/top
-	t.Run("top", func(t *testing.T) {
-		for _, dim := range []string{"national", "province:seed", "class:s1"} {
-			var p page
-			r := g.ok(t, "GET", lb(dim)+"/top", nil, &p)
-			checkMeta(t, dim+" top", p.readMeta, bn(dim), r)
-			if len(p.Entries) != 10 {
-				t.Errorf("%s top: %d entries, want the default 10", dim, len(p.Entries))
-			}
-			checkSeedEntries(t, dim+" top", p.Entries, 0)
-			if p.NextCursor != "" {
-				t.Errorf("%s top: next_cursor %q", dim, p.NextCursor)
-			}
-		}
+// TestE2ETop: GET {board}/top
+func TestE2ETop(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	for _, dim := range []string{"national", "province:seed", "class:s1"} {
 		var p page
-		g.ok(t, "GET", lb("province:seed")+"/top?limit=1000", nil, &p)
-		if len(p.Entries) != seedN {
-			t.Errorf("province:seed top 1000: %d entries, want %d", len(p.Entries), seedN)
+		r := g.ok(t, "GET", lb(dim)+"/top", nil, &p)
+		checkMeta(t, dim+" top", p.readMeta, bn(dim), r)
+		if len(p.Entries) != 10 {
+			t.Errorf("%s top: %d entries, want the default 10", dim, len(p.Entries))
 		}
-		checkSeedEntries(t, "province:seed top 1000", p.Entries, 0)
-		g.ok(t, "GET", lb("national")+"/top?limit=1", nil, &p)
-		checkSeedEntries(t, "national top 1", p.Entries, 0)
+		checkSeedEntries(t, dim+" top", p.Entries, 0)
+		if p.NextCursor != "" {
+			t.Errorf("%s top: next_cursor %q", dim, p.NextCursor)
+		}
+	}
+	var p page
+	g.ok(t, "GET", lb("province:seed")+"/top?limit=1000", nil, &p)
+	if len(p.Entries) != seedN {
+		t.Errorf("province:seed top 1000: %d entries, want %d", len(p.Entries), seedN)
+	}
+	checkSeedEntries(t, "province:seed top 1000", p.Entries, 0)
+	g.ok(t, "GET", lb("national")+"/top?limit=1", nil, &p)
+	checkSeedEntries(t, "national top 1", p.Entries, 0)
 
-		// consistency=primary answers from the masters, and says so.
-		r := g.ok(t, "GET", lb("national")+"/top?limit=3&consistency=primary", nil, &p)
-		checkMeta(t, "top primary", p.readMeta, bn("national"), r)
-		if p.Source != "primary" {
-			t.Errorf("consistency=primary: source %q", p.Source)
-		}
-		checkSeedEntries(t, "top primary", p.Entries, 0)
-		// This build serves every level from the masters (read.go startRead).
-		g.ok(t, "GET", lb("national")+"/top?limit=3", nil, &p)
-		t.Logf("default consistency answers source=%q", p.Source)
+	// consistency=primary answers from the masters, and says so.
+	r := g.ok(t, "GET", lb("national")+"/top?limit=3&consistency=primary", nil, &p)
+	checkMeta(t, "top primary", p.readMeta, bn("national"), r)
+	if p.Source != "primary" {
+		t.Errorf("consistency=primary: source %q", p.Source)
+	}
+	checkSeedEntries(t, "top primary", p.Entries, 0)
+	// This build serves every level from the masters (read.go startRead).
+	g.ok(t, "GET", lb("national")+"/top?limit=3", nil, &p)
+	t.Logf("default consistency answers source=%q", p.Source)
 
-		// profiles=1 shows a stored profile, and none where none exists.
-		g.ok(t, "GET", lb("national")+"/top?limit=2&profiles=1", nil, &p)
-		if len(p.Entries) != 2 || p.Entries[0].Profile["name"] != "Ada" || p.Entries[1].Profile != nil {
-			t.Errorf("top profiles=1: %+v, want r00 with profile Ada, r01 without", p.Entries)
-		}
-		g.ok(t, "GET", lb("national")+"/top?limit=2", nil, &p)
-		if p.Entries[0].Profile != nil {
-			t.Errorf("top without profiles=1 shows a profile: %+v", p.Entries[0])
-		}
+	// profiles=1 shows a stored profile, and none where none exists.
+	g.ok(t, "GET", lb("national")+"/top?limit=2&profiles=1", nil, &p)
+	if len(p.Entries) != 2 || p.Entries[0].Profile["name"] != "Ada" || p.Entries[1].Profile != nil {
+		t.Errorf("top profiles=1: %+v, want r00 with profile Ada, r01 without", p.Entries)
+	}
+	g.ok(t, "GET", lb("national")+"/top?limit=2", nil, &p)
+	if p.Entries[0].Profile != nil {
+		t.Errorf("top without profiles=1 shows a profile: %+v", p.Entries[0])
+	}
 
-		g.wantErr(t, "GET", lb("national")+"/top?limit=0", nil, 400, "invalid_argument", "limit")
-		g.wantErr(t, "GET", lb("national")+"/top?limit=1001", nil, 400, "invalid_argument", "limit")
-		g.wantErr(t, "GET", lb("national")+"/top?limit=-1", nil, 400, "invalid_argument", "limit")
-		g.wantErr(t, "GET", lb("national")+"/top?limit=ten", nil, 400, "invalid_argument", "limit")
-		g.wantErr(t, "GET", lb("national")+"/top?limit=1&limit=2", nil, 400, "invalid_argument", "limit")
-		g.wantErr(t, "GET", lb("national")+"/top?consistency=eventual", nil, 400, "invalid_argument", "consistency")
-		g.wantErr(t, "GET", lb("national")+"/top?profiles=yes", nil, 400, "invalid_argument", "profiles")
-		g.wantErr(t, "GET", lb("national")+"/top?partial=deny", nil, 400, "invalid_argument", "partial")
-		g.wantErr(t, "GET", "/v1/boards/nosuch/current/national/top", nil, 404, "unknown_family", "")
-	})
+	g.wantErr(t, "GET", lb("national")+"/top?limit=0", nil, 400, "invalid_argument", "limit")
+	g.wantErr(t, "GET", lb("national")+"/top?limit=1001", nil, 400, "invalid_argument", "limit")
+	g.wantErr(t, "GET", lb("national")+"/top?limit=-1", nil, 400, "invalid_argument", "limit")
+	g.wantErr(t, "GET", lb("national")+"/top?limit=ten", nil, 400, "invalid_argument", "limit")
+	g.wantErr(t, "GET", lb("national")+"/top?limit=1&limit=2", nil, 400, "invalid_argument", "limit")
+	g.wantErr(t, "GET", lb("national")+"/top?consistency=eventual", nil, 400, "invalid_argument", "consistency")
+	g.wantErr(t, "GET", lb("national")+"/top?profiles=yes", nil, 400, "invalid_argument", "profiles")
+	g.wantErr(t, "GET", lb("national")+"/top?partial=deny", nil, 400, "invalid_argument", "partial")
+	g.wantErr(t, "GET", "/v1/boards/nosuch/current/national/top", nil, 404, "unknown_family", "")
+}
 
-	// GET {board}/members/{member}
-	t.Run("member", func(t *testing.T) {
-		for _, dim := range []string{"province:seed", "national"} {
-			var s standing
-			r := g.ok(t, "GET", lb(dim)+"/members/r11", nil, &s)
-			checkMeta(t, dim+" member", s.readMeta, bn(dim), r)
-			if s.User != "r11" || s.Points != seedPoints(11) || s.Position != 11 || s.Rank != seedRank(11) {
-				t.Errorf("%s member r11: %+v, want %d pos 11 rank %d", dim, s, seedPoints(11), seedRank(11))
-			}
-			var c countRes
-			g.ok(t, "GET", lb(dim)+"/count", nil, &c)
-			if s.Members != c.Count || (dim == "province:seed" && s.Members != seedN) || s.Members < seedN {
-				t.Errorf("%s member r11: members %d, count %d", dim, s.Members, c.Count)
-			}
-			// Competition: strictly behind = fewer points than r11 (r00..r11 have ≥).
-			behind := s.Members - 12
-			if want := float64(behind*10000/s.Members) / 100; s.Percentile != want {
-				t.Errorf("%s member r11: percentile %v, want %v", dim, s.Percentile, want)
-			}
-		}
+// TestE2EMember: GET {board}/members/{member}
+func TestE2EMember(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	for _, dim := range []string{"province:seed", "national"} {
 		var s standing
-		g.ok(t, "GET", lb("province:seed")+"/members/r00?profiles=1", nil, &s)
-		if s.Position != 0 || s.Rank != 1 || s.Percentile != float64((seedN-1)*10000/seedN)/100 || s.Profile["name"] != "Ada" {
-			t.Errorf("member r00 profiles=1: %+v", s)
-		}
-		g.ok(t, "GET", lb("province:seed")+"/members/r29", nil, &s)
-		if s.Position != 29 || s.Rank != 30 || s.Percentile != 0 {
-			t.Errorf("member r29: %+v, want last with percentile 0", s)
-		}
-		g.wantErr(t, "GET", lb("national")+"/members/nobody", nil, 404, "not_ranked", "")
-		g.wantErr(t, "GET", lb("province:zhejiang")+"/members/r00", nil, 404, "not_ranked", "")
-		g.wantErr(t, "GET", lb("national")+"/members/bad%21id", nil, 400, "invalid_argument", "user")
-		g.wantErr(t, "GET", lb("national")+"/members/"+strings.Repeat("a", 65), nil, 400, "invalid_argument", "user")
-	})
-
-	// GET {board}/members/{member}/around
-	t.Run("around", func(t *testing.T) {
-		for _, dim := range []string{"national", "province:seed"} {
-			var p page
-			r := g.ok(t, "GET", lb(dim)+"/members/r15/around", nil, &p)
-			checkMeta(t, dim+" around", p.readMeta, bn(dim), r)
-			if got := users(p.Entries); !slices.Equal(got, []string{"r13", "r14", "r15", "r16", "r17"}) {
-				t.Errorf("%s around r15 (default radius 2): %v", dim, got)
-			}
-			checkSeedEntries(t, dim+" around r15", p.Entries, 13)
-			// The window starts on r11, tied with r10 outside it: rank 11.
-			g.ok(t, "GET", lb(dim)+"/members/r12/around?radius=1", nil, &p)
-			checkSeedEntries(t, dim+" around r12", p.Entries, 11)
-			if len(p.Entries) != 3 {
-				t.Errorf("%s around r12 radius 1: %v", dim, users(p.Entries))
-			}
-			g.ok(t, "GET", lb(dim)+"/members/r01/around?radius=3", nil, &p)
-			checkSeedEntries(t, dim+" around r01", p.Entries, 0)
-			if len(p.Entries) != 5 {
-				t.Errorf("%s around r01 radius 3 (cut at the top): %v", dim, users(p.Entries))
-			}
-			g.ok(t, "GET", lb(dim)+"/members/r20/around?radius=0", nil, &p)
-			checkSeedEntries(t, dim+" around r20 radius 0", p.Entries, 20)
-			if len(p.Entries) != 1 {
-				t.Errorf("%s around r20 radius 0: %v", dim, users(p.Entries))
-			}
-		}
-		var p page
-		g.ok(t, "GET", lb("province:seed")+"/members/r28/around?radius=3", nil, &p)
-		checkSeedEntries(t, "around r28 (cut at the end)", p.Entries, 25)
-		if len(p.Entries) != 5 {
-			t.Errorf("around r28 radius 3: %v", users(p.Entries))
-		}
-		g.wantErr(t, "GET", lb("national")+"/members/r15/around?radius=101", nil, 400, "invalid_argument", "radius")
-		g.wantErr(t, "GET", lb("national")+"/members/r15/around?radius=-1", nil, 400, "invalid_argument", "radius")
-		g.wantErr(t, "GET", lb("national")+"/members/nobody/around", nil, 404, "not_ranked", "")
-	})
-
-	// GET {board}/entries (cursor and offset)
-	t.Run("entries", func(t *testing.T) {
-		var all page
-		g.ok(t, "GET", lb("national")+"/top?limit=1000", nil, &all)
-		for _, c := range []struct {
-			dim   string
-			limit int
-			want  []entry
-		}{{"province:seed", 7, nil}, {"national", 4, all.Entries}} {
-			var got []entry
-			cursor, pages := "", 0
-			var first string
-			for {
-				path := fmt.Sprintf("%s/entries?limit=%d", lb(c.dim), c.limit)
-				if cursor != "" {
-					path += "&cursor=" + cursor
-				}
-				var p page
-				r := g.ok(t, "GET", path, nil, &p)
-				checkMeta(t, c.dim+" entries", p.readMeta, bn(c.dim), r)
-				got = append(got, p.Entries...)
-				pages++
-				if p.NextCursor == "" {
-					break
-				}
-				if len(p.Entries) != c.limit {
-					t.Errorf("%s entries: a page before the end holds %d entries", c.dim, len(p.Entries))
-				}
-				if first == "" {
-					first = p.NextCursor
-				}
-				cursor = p.NextCursor
-				if pages > 100 {
-					t.Fatalf("%s entries: cursor walk does not end", c.dim)
-				}
-			}
-			seen := map[string]bool{}
-			for k, e := range got {
-				if seen[e.User] {
-					t.Errorf("%s entries: %s returned twice", c.dim, e.User)
-				}
-				seen[e.User] = true
-				if e.Position != int64(k) {
-					t.Errorf("%s entries: entry %d (%s) has position %d", c.dim, k, e.User, e.Position)
-				}
-			}
-			if c.want == nil {
-				if len(got) != seedN {
-					t.Errorf("%s entries: walk returned %d, want %d", c.dim, len(got), seedN)
-				}
-				checkSeedEntries(t, c.dim+" entries walk", got, 0)
-				if pages != (seedN+c.limit-1)/c.limit {
-					t.Errorf("%s entries: %d pages, want %d", c.dim, pages, (seedN+c.limit-1)/c.limit)
-				}
-			} else if !slices.EqualFunc(got, c.want, sameEntry) {
-				t.Errorf("%s entries walk differs from top?limit=1000:\n got %+v\nwant %+v", c.dim, got, c.want)
-			}
-			if len(got) < seedN {
-				continue
-			}
-			// A tampered cursor, and a foreign one (another board, or a range query's).
-			b := []byte(first)
-			b[len(b)/2] ^= 1
-			if b[len(b)/2] == '-' || b[len(b)/2] == '_' {
-				b[len(b)/2] = 'A'
-			}
-			g.wantErr(t, "GET", lb(c.dim)+"/entries?cursor="+string(b), nil, 400, "invalid_cursor", "cursor")
-			g.wantErr(t, "GET", lb(c.dim)+"/entries?cursor="+first+"x", nil, 400, "invalid_cursor", "cursor")
-			g.wantErr(t, "GET", lb(c.dim)+"/entries?cursor=!!!", nil, 400, "invalid_cursor", "cursor")
-			g.wantErr(t, "GET", lb(c.dim)+"/range?cursor="+first, nil, 400, "invalid_cursor", "cursor")
-			other := "class:s1"
-			if c.dim == other {
-				other = "national"
-			}
-			g.wantErr(t, "GET", lb(other)+"/entries?cursor="+first, nil, 400, "invalid_cursor", "cursor")
-			g.wantErr(t, "GET", lb(c.dim)+"/entries?cursor="+first+"&offset=3", nil, 400, "invalid_argument", "offset")
-		}
-
-		var p page
-		r := g.ok(t, "GET", lb("national")+"/entries?offset=10&limit=5", nil, &p)
-		checkMeta(t, "entries offset", p.readMeta, bn("national"), r)
-		checkSeedEntries(t, "entries offset=10", p.Entries, 10)
-		if len(p.Entries) != 5 || p.NextCursor != "" {
-			t.Errorf("entries offset=10 limit=5: %v next %q", users(p.Entries), p.NextCursor)
-		}
-		g.ok(t, "GET", lb("province:seed")+"/entries?offset=28", nil, &p)
-		checkSeedEntries(t, "entries offset=28", p.Entries, 28)
-		if len(p.Entries) != 2 {
-			t.Errorf("entries offset=28: %v", users(p.Entries))
-		}
-		g.ok(t, "GET", lb("national")+"/entries?offset=10000&limit=1", nil, &p)
-		if len(p.Entries) != 0 {
-			t.Errorf("entries offset=10000: %v", users(p.Entries))
-		}
-		g.wantErr(t, "GET", lb("national")+"/entries?offset=10001", nil, 400, "offset_too_deep", "offset")
-		g.wantErr(t, "GET", lb("national")+"/entries?offset=-1", nil, 400, "invalid_argument", "offset")
-		g.wantErr(t, "GET", lb("national")+"/entries?limit=0", nil, 400, "invalid_argument", "limit")
-		g.wantErr(t, "GET", lb("national")+"/entries?limit=1001", nil, 400, "invalid_argument", "limit")
-	})
-
-	// POST {board}/members:lookup
-	t.Run("lookup", func(t *testing.T) {
-		var p page
-		r := g.ok(t, "POST", lb("national")+"/members:lookup", map[string]any{"users": []string{"r20", "r05", "nobody", "r05", "r22"}}, &p)
-		checkMeta(t, "lookup", p.readMeta, bn("national"), r)
-		want := []entry{
-			{User: "r05", Points: seedPoints(5), Position: 5, Rank: seedRank(5)},
-			{User: "r20", Points: seedPoints(20), Position: 20, Rank: seedRank(20)},
-			{User: "r22", Points: seedPoints(22), Position: 22, Rank: seedRank(22)},
-		}
-		if !slices.EqualFunc(p.Entries, want, sameEntry) {
-			t.Errorf("lookup: %+v, want %+v", p.Entries, want)
-		}
-		g.ok(t, "POST", lb("national")+"/members:lookup?profiles=1", map[string]any{"users": []string{"r00"}}, &p)
-		if len(p.Entries) != 1 || p.Entries[0].Profile["name"] != "Ada" {
-			t.Errorf("lookup profiles=1: %+v", p.Entries)
-		}
-		g.ok(t, "POST", lb("national")+"/members:lookup", map[string]any{"users": []string{"nobody"}}, &p)
-		if p.Entries == nil || len(p.Entries) != 0 {
-			t.Errorf("lookup of absent members: %+v, want []", p.Entries)
-		}
-		if !strings.Contains(string(g.do(t, "POST", lb("national")+"/members:lookup", `{"users":["nobody"]}`).body), `"entries":[]`) {
-			t.Errorf("lookup of absent members must answer \"entries\":[]")
-		}
-		g.wantErr(t, "POST", lb("national")+"/members:lookup", `{"users":[]}`, 400, "invalid_argument", "users")
-		g.wantErr(t, "POST", lb("national")+"/members:lookup", `{"users":["ok","bad id"]}`, 400, "invalid_argument", "users[1]")
-		g.wantErr(t, "POST", lb("national")+"/members:lookup", `{"user":["a"]}`, 400, "invalid_argument", "user")
-		g.wantErr(t, "POST", lb("national")+"/members:lookup", `{"users":"a"}`, 400, "invalid_argument", "users")
-		many := make([]string, 1001)
-		for i := range many {
-			many[i] = fmt.Sprintf("m%d", i)
-		}
-		g.wantErr(t, "POST", lb("national")+"/members:lookup", map[string]any{"users": many}, 400, "invalid_argument", "users")
-	})
-
-	// GET {board}/count and {board}/range
-	t.Run("count_range", func(t *testing.T) {
-		inBand := func(lo, hi int64) (idx []int) {
-			for i := 0; i < seedN; i++ {
-				if p := seedPoints(i); p >= lo && p <= hi {
-					idx = append(idx, i)
-				}
-			}
-			return idx
+		r := g.ok(t, "GET", lb(dim)+"/members/r11", nil, &s)
+		checkMeta(t, dim+" member", s.readMeta, bn(dim), r)
+		if s.User != "r11" || s.Points != seedPoints(11) || s.Position != 11 || s.Rank != seedRank(11) {
+			t.Errorf("%s member r11: %+v, want %d pos 11 rank %d", dim, s, seedPoints(11), seedRank(11))
 		}
 		var c countRes
-		r := g.ok(t, "GET", lb("national")+"/count?min=1800&max=1900", nil, &c)
-		checkMeta(t, "count", c.readMeta, bn("national"), r)
-		if want := int64(len(inBand(1800, 1900))); c.Count != want {
-			t.Errorf("count 1800..1900: %d, want %d", c.Count, want)
+		g.ok(t, "GET", lb(dim)+"/count", nil, &c)
+		if s.Members != c.Count || (dim == "province:seed" && s.Members != seedN) || s.Members < seedN {
+			t.Errorf("%s member r11: members %d, count %d", dim, s.Members, c.Count)
 		}
-		g.ok(t, "GET", lb("province:seed")+"/count", nil, &c)
-		if c.Count != seedN {
-			t.Errorf("count province:seed: %d", c.Count)
+		// Competition: strictly behind = fewer points than r11 (r00..r11 have ≥).
+		behind := s.Members - 12
+		if want := float64(behind*10000/s.Members) / 100; s.Percentile != want {
+			t.Errorf("%s member r11: percentile %v, want %v", dim, s.Percentile, want)
 		}
-		g.ok(t, "GET", lb("national")+"/count?min=1000", nil, &c)
-		if c.Count != seedN {
-			t.Errorf("count min=1000: %d, want %d", c.Count, seedN)
-		}
-		g.ok(t, "GET", lb("national")+"/count?min=1801&max=1809", nil, &c)
-		if c.Count != 0 {
-			t.Errorf("empty band count: %d", c.Count)
-		}
-		g.wantErr(t, "GET", lb("national")+"/count?min=5&max=1", nil, 400, "invalid_argument", "min")
-		g.wantErr(t, "GET", lb("national")+"/count?min=x", nil, 400, "invalid_argument", "min")
+	}
+	var s standing
+	g.ok(t, "GET", lb("province:seed")+"/members/r00?profiles=1", nil, &s)
+	if s.Position != 0 || s.Rank != 1 || s.Percentile != float64((seedN-1)*10000/seedN)/100 || s.Profile["name"] != "Ada" {
+		t.Errorf("member r00 profiles=1: %+v", s)
+	}
+	g.ok(t, "GET", lb("province:seed")+"/members/r29", nil, &s)
+	if s.Position != 29 || s.Rank != 30 || s.Percentile != 0 {
+		t.Errorf("member r29: %+v, want last with percentile 0", s)
+	}
+	g.wantErr(t, "GET", lb("national")+"/members/nobody", nil, 404, "not_ranked", "")
+	g.wantErr(t, "GET", lb("province:zhejiang")+"/members/r00", nil, 404, "not_ranked", "")
+	g.wantErr(t, "GET", lb("national")+"/members/bad%21id", nil, 400, "invalid_argument", "user")
+	g.wantErr(t, "GET", lb("national")+"/members/"+strings.Repeat("a", 65), nil, 400, "invalid_argument", "user")
+}
 
-		want := inBand(1800, 1900)
+// TestE2EAround: GET {board}/members/{member}/around
+func TestE2EAround(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	for _, dim := range []string{"national", "province:seed"} {
+		var p page
+		r := g.ok(t, "GET", lb(dim)+"/members/r15/around", nil, &p)
+		checkMeta(t, dim+" around", p.readMeta, bn(dim), r)
+		if got := users(p.Entries); !slices.Equal(got, []string{"r13", "r14", "r15", "r16", "r17"}) {
+			t.Errorf("%s around r15 (default radius 2): %v", dim, got)
+		}
+		checkSeedEntries(t, dim+" around r15", p.Entries, 13)
+		// The window starts on r11, tied with r10 outside it: rank 11.
+		g.ok(t, "GET", lb(dim)+"/members/r12/around?radius=1", nil, &p)
+		checkSeedEntries(t, dim+" around r12", p.Entries, 11)
+		if len(p.Entries) != 3 {
+			t.Errorf("%s around r12 radius 1: %v", dim, users(p.Entries))
+		}
+		g.ok(t, "GET", lb(dim)+"/members/r01/around?radius=3", nil, &p)
+		checkSeedEntries(t, dim+" around r01", p.Entries, 0)
+		if len(p.Entries) != 5 {
+			t.Errorf("%s around r01 radius 3 (cut at the top): %v", dim, users(p.Entries))
+		}
+		g.ok(t, "GET", lb(dim)+"/members/r20/around?radius=0", nil, &p)
+		checkSeedEntries(t, dim+" around r20 radius 0", p.Entries, 20)
+		if len(p.Entries) != 1 {
+			t.Errorf("%s around r20 radius 0: %v", dim, users(p.Entries))
+		}
+	}
+	var p page
+	g.ok(t, "GET", lb("province:seed")+"/members/r28/around?radius=3", nil, &p)
+	checkSeedEntries(t, "around r28 (cut at the end)", p.Entries, 25)
+	if len(p.Entries) != 5 {
+		t.Errorf("around r28 radius 3: %v", users(p.Entries))
+	}
+	g.wantErr(t, "GET", lb("national")+"/members/r15/around?radius=101", nil, 400, "invalid_argument", "radius")
+	g.wantErr(t, "GET", lb("national")+"/members/r15/around?radius=-1", nil, 400, "invalid_argument", "radius")
+	g.wantErr(t, "GET", lb("national")+"/members/nobody/around", nil, 404, "not_ranked", "")
+}
+
+// TestE2EEntries: GET {board}/entries (cursor and offset)
+func TestE2EEntries(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	var all page
+	g.ok(t, "GET", lb("national")+"/top?limit=1000", nil, &all)
+	for _, c := range []struct {
+		dim   string
+		limit int
+		want  []entry
+	}{{"province:seed", 7, nil}, {"national", 4, all.Entries}} {
 		var got []entry
-		cursor := ""
-		for pages := 0; ; pages++ {
-			path := lb("national") + "/range?min=1800&max=1900&limit=3"
+		cursor, pages := "", 0
+		var first string
+		for {
+			path := fmt.Sprintf("%s/entries?limit=%d", lb(c.dim), c.limit)
 			if cursor != "" {
 				path += "&cursor=" + cursor
 			}
 			var p page
 			r := g.ok(t, "GET", path, nil, &p)
-			checkMeta(t, "range", p.readMeta, bn("national"), r)
+			checkMeta(t, c.dim+" entries", p.readMeta, bn(c.dim), r)
 			got = append(got, p.Entries...)
-			if cursor = p.NextCursor; cursor == "" || pages > 20 {
+			pages++
+			if p.NextCursor == "" {
 				break
 			}
-		}
-		if len(got) != len(want) {
-			t.Errorf("range 1800..1900: %v, want %d entries from r%02d", users(got), len(want), want[0])
-		} else {
-			checkSeedEntries(t, "range 1800..1900", got, want[0])
-		}
-		var p page
-		g.ok(t, "GET", lb("national")+"/range?min=1801&max=1809", nil, &p)
-		if len(p.Entries) != 0 || p.NextCursor != "" {
-			t.Errorf("empty range: %+v", p)
-		}
-		g.wantErr(t, "GET", lb("national")+"/range?min=5&max=1", nil, 400, "invalid_argument", "min")
-		g.wantErr(t, "GET", lb("national")+"/range?limit=0", nil, 400, "invalid_argument", "limit")
-		// A range cursor is bound to its band.
-		g.ok(t, "GET", lb("national")+"/range?min=1800&max=1900&limit=3", nil, &p)
-		g.wantErr(t, "GET", lb("national")+"/range?min=1700&max=1900&limit=3&cursor="+p.NextCursor, nil, 400, "invalid_cursor", "cursor")
-	})
-
-	// GET /v1/families/{family}/period
-	t.Run("period", func(t *testing.T) {
-		var p periodRes
-		before := currentWeek()
-		g.ok(t, "GET", "/v1/families/learning/period", nil, &p)
-		if p.Period != before && p.Period != currentWeek() {
-			t.Errorf("learning period now: %q, want %q", p.Period, before)
-		}
-		starts, err1 := time.Parse(time.RFC3339, p.Starts)
-		ends, err2 := time.Parse(time.RFC3339, p.Ends)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("starts/ends not RFC 3339: %+v", p)
-		}
-		now := time.Now()
-		ls := starts.In(shanghai)
-		if p.Family != "learning" || p.State != "open" || now.Before(starts) || !now.Before(ends) ||
-			ls.Weekday() != time.Monday || ls.Hour() != 0 || ls.Minute() != 0 || !ends.Equal(starts.AddDate(0, 0, 7)) {
-			t.Errorf("learning period now: %+v (now %s)", p, now.Format(time.RFC3339))
-		}
-
-		g.ok(t, "GET", "/v1/families/learning/period?at=2027-01-03T12:00:00Z", nil, &p)
-		wantStart := time.Date(2026, 12, 28, 0, 0, 0, 0, shanghai)
-		s, _ := time.Parse(time.RFC3339, p.Starts)
-		e, _ := time.Parse(time.RFC3339, p.Ends)
-		if p.Period != "2026-W53" || !s.Equal(wantStart) || !e.Equal(wantStart.AddDate(0, 0, 7)) || p.State != "open" {
-			t.Errorf("learning period at 2027-01-03T12:00Z: %+v, want 2026-W53 from %s", p, wantStart.Format(time.RFC3339))
-		}
-		// The query's '+' arrives as a space; it is read back as '+'.
-		g.ok(t, "GET", "/v1/families/learning/period?at=2027-01-03T20:00:00+08:00", nil, &p)
-		if p.Period != "2026-W53" {
-			t.Errorf("at with +08:00 offset: %+v", p)
-		}
-		g.ok(t, "GET", "/v1/families/learning/period?at=2026-01-01T00:00:00Z", nil, &p)
-		if p.Period != "2026-W01" || p.State != "closed" {
-			t.Errorf("a past week: %+v, want 2026-W01 closed", p)
-		}
-		g.ok(t, "GET", "/v1/families/game/period", nil, &p)
-		if p.Period != "all" || p.Starts != "" || p.Ends != "" || p.State != "open" {
-			t.Errorf("game period: %+v, want all without bounds", p)
-		}
-		g.ok(t, "GET", "/v1/families/course/period?at=2027-01-03T23:30:00Z", nil, &p)
-		if p.Period != "2026-W53" {
-			t.Errorf("course (UTC) period at 2027-01-03T23:30Z: %+v", p)
-		}
-		g.wantErr(t, "GET", "/v1/families/learning/period?at=yesterday", nil, 400, "invalid_argument", "at")
-		g.wantErr(t, "GET", "/v1/families/nosuch/period", nil, 404, "unknown_family", "")
-		g.wantErr(t, "GET", "/v1/families/BAD/period", nil, 400, "invalid_argument", "family")
-	})
-
-	// Period ids and dimensions in board paths.
-	t.Run("board_names", func(t *testing.T) {
-		var p page
-		r := g.ok(t, "GET", "/v1/boards/learning/2026-W53/national/top", nil, &p)
-		checkMeta(t, "W53 top", p.readMeta, "learning/2026-W53/national", r)
-		if len(p.Entries) != 0 {
-			t.Errorf("2026-W53 top: %+v", p.Entries)
-		}
-		var c countRes
-		g.ok(t, "GET", "/v1/boards/learning/2026-W53/province:zhejiang/count", nil, &c)
-		if c.Count != 0 || c.Board != "learning/2026-W53/province:zhejiang" {
-			t.Errorf("2026-W53 count: %+v", c)
-		}
-		g.wantErr(t, "GET", "/v1/boards/learning/2026-W53/national/members/r00", nil, 404, "not_ranked", "")
-		g.ok(t, "GET", "/v1/boards/learning/"+week+"/national/top?limit=1", nil, &p)
-		if p.Board != bn("national") {
-			t.Errorf("explicit current week: board %q", p.Board)
-		}
-		checkSeedEntries(t, "explicit week top", p.Entries, 0)
-		g.ok(t, "GET", "/v1/boards/game/current/national/top", nil, &p)
-		if p.Board != "game/all/national" || len(p.Entries) != 1 || p.Entries[0].User != "p1" || p.Entries[0].Points != 100 || p.Entries[0].Rank != 1 {
-			t.Errorf("game top: %+v", p)
-		}
-		g.ok(t, "GET", "/v1/boards/game/all/national/top", nil, &p)
-
-		for _, bad := range []string{"2026-W54", "2025-W53", "2026-W00", "2026-53", "2026-w10", "2026-08-20", "week", "all"} {
-			g.wantErr(t, "GET", "/v1/boards/learning/"+bad+"/national/top", nil, 400, "invalid_argument", "period")
-		}
-		g.wantErr(t, "GET", "/v1/boards/game/2026-W10/national/top", nil, 400, "invalid_argument", "period")
-
-		g.wantErr(t, "GET", lb("school:x")+"/top", nil, 404, "unknown_board", "")
-		g.wantErr(t, "GET", "/v1/boards/game/current/province:x/top", nil, 404, "unknown_board", "")
-		for _, bad := range []string{"province:", "province:a%20b", "province:" + strings.Repeat("v", 65), "Province:x", "province", ":x", "province:a:b"} {
-			g.wantErr(t, "GET", lb(bad)+"/top", nil, 400, "invalid_argument", "dimension")
-		}
-	})
-
-	// Consistency levels: cached (default for top), replica, primary.
-	t.Run("consistency", func(t *testing.T) {
-		var a, b page
-		cached := false
-		for try := 0; try < 3 && !cached; try++ {
-			g.ok(t, "GET", lb("province:seed")+fmt.Sprintf("/top?limit=%d", 7+try), nil, &a)
-			r := g.ok(t, "GET", lb("province:seed")+fmt.Sprintf("/top?limit=%d", 7+try), nil, &b)
-			checkMeta(t, "cached top", b.readMeta, bn("province:seed"), r)
-			if b.Source == "cache" {
-				cached = true
-				if cc := r.header.Get("Cache-Control"); !strings.HasPrefix(cc, "max-age=") {
-					t.Errorf("a cached answer: Cache-Control %q, want max-age=N", cc)
-				}
-				if !slices.EqualFunc(a.Entries, b.Entries, sameEntry) {
-					t.Errorf("cached answer differs from the one that filled the cache")
-				}
+			if len(p.Entries) != c.limit {
+				t.Errorf("%s entries: a page before the end holds %d entries", c.dim, len(p.Entries))
+			}
+			if first == "" {
+				first = p.NextCursor
+			}
+			cursor = p.NextCursor
+			if pages > 100 {
+				t.Fatalf("%s entries: cursor walk does not end", c.dim)
 			}
 		}
-		if !cached {
-			t.Errorf("a repeated top read within cache_ttl was never answered from the cache (source %q)", b.Source)
+		seen := map[string]bool{}
+		for k, e := range got {
+			if seen[e.User] {
+				t.Errorf("%s entries: %s returned twice", c.dim, e.User)
+			}
+			seen[e.User] = true
+			if e.Position != int64(k) {
+				t.Errorf("%s entries: entry %d (%s) has position %d", c.dim, k, e.User, e.Position)
+			}
 		}
-		r := g.ok(t, "GET", lb("province:seed")+"/top?limit=3&consistency=replica", nil, &a)
-		checkMeta(t, "replica top", a.readMeta, bn("province:seed"), r)
-		if a.Source != "replica" {
-			t.Errorf("consistency=replica with replica_reads on: source %q, want replica", a.Source)
+		if c.want == nil {
+			if len(got) != seedN {
+				t.Errorf("%s entries: walk returned %d, want %d", c.dim, len(got), seedN)
+			}
+			checkSeedEntries(t, c.dim+" entries walk", got, 0)
+			if pages != (seedN+c.limit-1)/c.limit {
+				t.Errorf("%s entries: %d pages, want %d", c.dim, pages, (seedN+c.limit-1)/c.limit)
+			}
+		} else if !slices.EqualFunc(got, c.want, sameEntry) {
+			t.Errorf("%s entries walk differs from top?limit=1000:\n got %+v\nwant %+v", c.dim, got, c.want)
 		}
-		var st standing
-		r = g.ok(t, "GET", lb("province:seed")+"/members/r03?consistency=primary", nil, &st)
-		checkMeta(t, "primary member", st.readMeta, bn("province:seed"), r)
-		if st.Source != "primary" || st.Position != 3 {
-			t.Errorf("member consistency=primary: %+v", st)
+		if len(got) < seedN {
+			continue
 		}
-	})
+		// A tampered cursor, and a foreign one (another board, or a range query's).
+		b := []byte(first)
+		b[len(b)/2] ^= 1
+		if b[len(b)/2] == '-' || b[len(b)/2] == '_' {
+			b[len(b)/2] = 'A'
+		}
+		g.wantErr(t, "GET", lb(c.dim)+"/entries?cursor="+string(b), nil, 400, "invalid_cursor", "cursor")
+		g.wantErr(t, "GET", lb(c.dim)+"/entries?cursor="+first+"x", nil, 400, "invalid_cursor", "cursor")
+		g.wantErr(t, "GET", lb(c.dim)+"/entries?cursor=!!!", nil, 400, "invalid_cursor", "cursor")
+		g.wantErr(t, "GET", lb(c.dim)+"/range?cursor="+first, nil, 400, "invalid_cursor", "cursor")
+		other := "class:s1"
+		if c.dim == other {
+			other = "national"
+		}
+		g.wantErr(t, "GET", lb(other)+"/entries?cursor="+first, nil, 400, "invalid_cursor", "cursor")
+		g.wantErr(t, "GET", lb(c.dim)+"/entries?cursor="+first+"&offset=3", nil, 400, "invalid_argument", "offset")
+	}
 
-	// GET /v1/boards/{family}/{period}
-	t.Run("board_list", func(t *testing.T) {
-		type summary struct {
-			Board     string `json:"board"`
-			Dimension string `json:"dimension"`
-			Shards    int    `json:"shards"`
-			Members   int64  `json:"members"`
+	var p page
+	r := g.ok(t, "GET", lb("national")+"/entries?offset=10&limit=5", nil, &p)
+	checkMeta(t, "entries offset", p.readMeta, bn("national"), r)
+	checkSeedEntries(t, "entries offset=10", p.Entries, 10)
+	if len(p.Entries) != 5 || p.NextCursor != "" {
+		t.Errorf("entries offset=10 limit=5: %v next %q", users(p.Entries), p.NextCursor)
+	}
+	g.ok(t, "GET", lb("province:seed")+"/entries?offset=28", nil, &p)
+	checkSeedEntries(t, "entries offset=28", p.Entries, 28)
+	if len(p.Entries) != 2 {
+		t.Errorf("entries offset=28: %v", users(p.Entries))
+	}
+	g.ok(t, "GET", lb("national")+"/entries?offset=10000&limit=1", nil, &p)
+	if len(p.Entries) != 0 {
+		t.Errorf("entries offset=10000: %v", users(p.Entries))
+	}
+	g.wantErr(t, "GET", lb("national")+"/entries?offset=10001", nil, 400, "offset_too_deep", "offset")
+	g.wantErr(t, "GET", lb("national")+"/entries?offset=-1", nil, 400, "invalid_argument", "offset")
+	g.wantErr(t, "GET", lb("national")+"/entries?limit=0", nil, 400, "invalid_argument", "limit")
+	g.wantErr(t, "GET", lb("national")+"/entries?limit=1001", nil, 400, "invalid_argument", "limit")
+}
+
+// TestE2ELookup: POST {board}/members:lookup
+func TestE2ELookup(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	var p page
+	r := g.ok(t, "POST", lb("national")+"/members:lookup", map[string]any{"users": []string{"r20", "r05", "nobody", "r05", "r22"}}, &p)
+	checkMeta(t, "lookup", p.readMeta, bn("national"), r)
+	want := []entry{
+		{User: "r05", Points: seedPoints(5), Position: 5, Rank: seedRank(5)},
+		{User: "r20", Points: seedPoints(20), Position: 20, Rank: seedRank(20)},
+		{User: "r22", Points: seedPoints(22), Position: 22, Rank: seedRank(22)},
+	}
+	if !slices.EqualFunc(p.Entries, want, sameEntry) {
+		t.Errorf("lookup: %+v, want %+v", p.Entries, want)
+	}
+	g.ok(t, "POST", lb("national")+"/members:lookup?profiles=1", map[string]any{"users": []string{"r00"}}, &p)
+	if len(p.Entries) != 1 || p.Entries[0].Profile["name"] != "Ada" {
+		t.Errorf("lookup profiles=1: %+v", p.Entries)
+	}
+	g.ok(t, "POST", lb("national")+"/members:lookup", map[string]any{"users": []string{"nobody"}}, &p)
+	if p.Entries == nil || len(p.Entries) != 0 {
+		t.Errorf("lookup of absent members: %+v, want []", p.Entries)
+	}
+	if !strings.Contains(string(g.do(t, "POST", lb("national")+"/members:lookup", `{"users":["nobody"]}`).body), `"entries":[]`) {
+		t.Errorf("lookup of absent members must answer \"entries\":[]")
+	}
+	g.wantErr(t, "POST", lb("national")+"/members:lookup", `{"users":[]}`, 400, "invalid_argument", "users")
+	g.wantErr(t, "POST", lb("national")+"/members:lookup", `{"users":["ok","bad id"]}`, 400, "invalid_argument", "users[1]")
+	g.wantErr(t, "POST", lb("national")+"/members:lookup", `{"user":["a"]}`, 400, "invalid_argument", "user")
+	g.wantErr(t, "POST", lb("national")+"/members:lookup", `{"users":"a"}`, 400, "invalid_argument", "users")
+	many := make([]string, 1001)
+	for i := range many {
+		many[i] = fmt.Sprintf("m%d", i)
+	}
+	g.wantErr(t, "POST", lb("national")+"/members:lookup", map[string]any{"users": many}, 400, "invalid_argument", "users")
+}
+
+// TestE2ECountRange: GET {board}/count and {board}/range
+func TestE2ECountRange(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	inBand := func(lo, hi int64) (idx []int) {
+		for i := 0; i < seedN; i++ {
+			if p := seedPoints(i); p >= lo && p <= hi {
+				idx = append(idx, i)
+			}
 		}
-		var l struct {
-			readMeta
-			Family string    `json:"family"`
-			Period string    `json:"period"`
-			Boards []summary `json:"boards"`
+		return idx
+	}
+	var c countRes
+	r := g.ok(t, "GET", lb("national")+"/count?min=1800&max=1900", nil, &c)
+	checkMeta(t, "count", c.readMeta, bn("national"), r)
+	if want := int64(len(inBand(1800, 1900))); c.Count != want {
+		t.Errorf("count 1800..1900: %d, want %d", c.Count, want)
+	}
+	g.ok(t, "GET", lb("province:seed")+"/count", nil, &c)
+	if c.Count != seedN {
+		t.Errorf("count province:seed: %d", c.Count)
+	}
+	g.ok(t, "GET", lb("national")+"/count?min=1000", nil, &c)
+	if c.Count != seedN {
+		t.Errorf("count min=1000: %d, want %d", c.Count, seedN)
+	}
+	g.ok(t, "GET", lb("national")+"/count?min=1801&max=1809", nil, &c)
+	if c.Count != 0 {
+		t.Errorf("empty band count: %d", c.Count)
+	}
+	g.wantErr(t, "GET", lb("national")+"/count?min=5&max=1", nil, 400, "invalid_argument", "min")
+	g.wantErr(t, "GET", lb("national")+"/count?min=x", nil, 400, "invalid_argument", "min")
+
+	want := inBand(1800, 1900)
+	var got []entry
+	cursor := ""
+	for pages := 0; ; pages++ {
+		path := lb("national") + "/range?min=1800&max=1900&limit=3"
+		if cursor != "" {
+			path += "&cursor=" + cursor
 		}
-		r := g.ok(t, "GET", "/v1/boards/learning/current", nil, &l)
-		checkMeta(t, "board list", l.readMeta, "learning/"+week, r)
-		if l.Family != "learning" || l.Period != week {
-			t.Errorf("board list: family %q period %q", l.Family, l.Period)
+		var p page
+		r := g.ok(t, "GET", path, nil, &p)
+		checkMeta(t, "range", p.readMeta, bn("national"), r)
+		got = append(got, p.Entries...)
+		if cursor = p.NextCursor; cursor == "" || pages > 20 {
+			break
 		}
-		got := map[string]summary{}
-		for _, b := range l.Boards {
-			got[b.Dimension] = b
+	}
+	if len(got) != len(want) {
+		t.Errorf("range 1800..1900: %v, want %d entries from r%02d", users(got), len(want), want[0])
+	} else {
+		checkSeedEntries(t, "range 1800..1900", got, want[0])
+	}
+	var p page
+	g.ok(t, "GET", lb("national")+"/range?min=1801&max=1809", nil, &p)
+	if len(p.Entries) != 0 || p.NextCursor != "" {
+		t.Errorf("empty range: %+v", p)
+	}
+	g.wantErr(t, "GET", lb("national")+"/range?min=5&max=1", nil, 400, "invalid_argument", "min")
+	g.wantErr(t, "GET", lb("national")+"/range?limit=0", nil, 400, "invalid_argument", "limit")
+	// A range cursor is bound to its band.
+	g.ok(t, "GET", lb("national")+"/range?min=1800&max=1900&limit=3", nil, &p)
+	g.wantErr(t, "GET", lb("national")+"/range?min=1700&max=1900&limit=3&cursor="+p.NextCursor, nil, 400, "invalid_cursor", "cursor")
+}
+
+// TestE2EPeriod: GET /v1/families/{family}/period
+func TestE2EPeriod(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	var p periodRes
+	before := currentWeek()
+	g.ok(t, "GET", "/v1/families/learning/period", nil, &p)
+	if p.Period != before && p.Period != currentWeek() {
+		t.Errorf("learning period now: %q, want %q", p.Period, before)
+	}
+	starts, err1 := time.Parse(time.RFC3339, p.Starts)
+	ends, err2 := time.Parse(time.RFC3339, p.Ends)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("starts/ends not RFC 3339: %+v", p)
+	}
+	now := e2eNow()
+	ls := starts.In(shanghai)
+	if p.Family != "learning" || p.State != "open" || now.Before(starts) || !now.Before(ends) ||
+		ls.Weekday() != time.Monday || ls.Hour() != 0 || ls.Minute() != 0 || !ends.Equal(starts.AddDate(0, 0, 7)) {
+		t.Errorf("learning period now: %+v (now %s)", p, now.Format(time.RFC3339))
+	}
+
+	g.ok(t, "GET", "/v1/families/learning/period?at=2027-01-03T12:00:00Z", nil, &p)
+	wantStart := time.Date(2026, 12, 28, 0, 0, 0, 0, shanghai)
+	s, _ := time.Parse(time.RFC3339, p.Starts)
+	e, _ := time.Parse(time.RFC3339, p.Ends)
+	if p.Period != "2026-W53" || !s.Equal(wantStart) || !e.Equal(wantStart.AddDate(0, 0, 7)) || p.State != "open" {
+		t.Errorf("learning period at 2027-01-03T12:00Z: %+v, want 2026-W53 from %s", p, wantStart.Format(time.RFC3339))
+	}
+	// The query's '+' arrives as a space; it is read back as '+'.
+	g.ok(t, "GET", "/v1/families/learning/period?at=2027-01-03T20:00:00+08:00", nil, &p)
+	if p.Period != "2026-W53" {
+		t.Errorf("at with +08:00 offset: %+v", p)
+	}
+	g.ok(t, "GET", "/v1/families/learning/period?at=2026-01-01T00:00:00Z", nil, &p)
+	if p.Period != "2026-W01" || p.State != "closed" {
+		t.Errorf("a past week: %+v, want 2026-W01 closed", p)
+	}
+	g.ok(t, "GET", "/v1/families/game/period", nil, &p)
+	if p.Period != "all" || p.Starts != "" || p.Ends != "" || p.State != "open" {
+		t.Errorf("game period: %+v, want all without bounds", p)
+	}
+	g.ok(t, "GET", "/v1/families/course/period?at=2027-01-03T23:30:00Z", nil, &p)
+	if p.Period != "2026-W53" {
+		t.Errorf("course (UTC) period at 2027-01-03T23:30Z: %+v", p)
+	}
+	g.wantErr(t, "GET", "/v1/families/learning/period?at=yesterday", nil, 400, "invalid_argument", "at")
+	g.wantErr(t, "GET", "/v1/families/nosuch/period", nil, 404, "unknown_family", "")
+	g.wantErr(t, "GET", "/v1/families/BAD/period", nil, 400, "invalid_argument", "family")
+}
+
+// TestE2EBoardNames: period ids and dimensions in board paths.
+func TestE2EBoardNames(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	week := currentWeek()
+	var p page
+	r := g.ok(t, "GET", "/v1/boards/learning/2026-W53/national/top", nil, &p)
+	checkMeta(t, "W53 top", p.readMeta, "learning/2026-W53/national", r)
+	if len(p.Entries) != 0 {
+		t.Errorf("2026-W53 top: %+v", p.Entries)
+	}
+	var c countRes
+	g.ok(t, "GET", "/v1/boards/learning/2026-W53/province:zhejiang/count", nil, &c)
+	if c.Count != 0 || c.Board != "learning/2026-W53/province:zhejiang" {
+		t.Errorf("2026-W53 count: %+v", c)
+	}
+	g.wantErr(t, "GET", "/v1/boards/learning/2026-W53/national/members/r00", nil, 404, "not_ranked", "")
+	g.ok(t, "GET", "/v1/boards/learning/"+week+"/national/top?limit=1", nil, &p)
+	if p.Board != bn("national") {
+		t.Errorf("explicit current week: board %q", p.Board)
+	}
+	checkSeedEntries(t, "explicit week top", p.Entries, 0)
+	g.ok(t, "GET", "/v1/boards/game/current/national/top", nil, &p)
+	if p.Board != "game/all/national" || len(p.Entries) != 1 || p.Entries[0].User != "p1" || p.Entries[0].Points != 100 || p.Entries[0].Rank != 1 {
+		t.Errorf("game top: %+v", p)
+	}
+	g.ok(t, "GET", "/v1/boards/game/all/national/top", nil, &p)
+
+	for _, bad := range []string{"2026-W54", "2025-W53", "2026-W00", "2026-53", "2026-w10", "2026-08-20", "week", "all"} {
+		g.wantErr(t, "GET", "/v1/boards/learning/"+bad+"/national/top", nil, 400, "invalid_argument", "period")
+	}
+	g.wantErr(t, "GET", "/v1/boards/game/2026-W10/national/top", nil, 400, "invalid_argument", "period")
+
+	g.wantErr(t, "GET", lb("school:x")+"/top", nil, 404, "unknown_board", "")
+	g.wantErr(t, "GET", "/v1/boards/game/current/province:x/top", nil, 404, "unknown_board", "")
+	for _, bad := range []string{"province:", "province:a%20b", "province:" + strings.Repeat("v", 65), "Province:x", "province", ":x", "province:a:b"} {
+		g.wantErr(t, "GET", lb(bad)+"/top", nil, 400, "invalid_argument", "dimension")
+	}
+}
+
+// TestE2EConsistency: consistency levels: cached (default for top), replica, primary.
+func TestE2EConsistency(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	var a, b page
+	cached := false
+	for try := 0; try < 3 && !cached; try++ {
+		g.ok(t, "GET", lb("province:seed")+fmt.Sprintf("/top?limit=%d", 7+try), nil, &a)
+		r := g.ok(t, "GET", lb("province:seed")+fmt.Sprintf("/top?limit=%d", 7+try), nil, &b)
+		checkMeta(t, "cached top", b.readMeta, bn("province:seed"), r)
+		if b.Source == "cache" {
+			cached = true
+			if cc := r.header.Get("Cache-Control"); !strings.HasPrefix(cc, "max-age=") {
+				t.Errorf("a cached answer: Cache-Control %q, want max-age=N", cc)
+			}
+			if !slices.EqualFunc(a.Entries, b.Entries, sameEntry) {
+				t.Errorf("cached answer differs from the one that filled the cache")
+			}
+		}
+	}
+	if !cached {
+		t.Errorf("a repeated top read within cache_ttl was never answered from the cache (source %q)", b.Source)
+	}
+	r := g.ok(t, "GET", lb("province:seed")+"/top?limit=3&consistency=replica", nil, &a)
+	checkMeta(t, "replica top", a.readMeta, bn("province:seed"), r)
+	if a.Source != "replica" {
+		t.Errorf("consistency=replica with replica_reads on: source %q, want replica", a.Source)
+	}
+	var st standing
+	r = g.ok(t, "GET", lb("province:seed")+"/members/r03?consistency=primary", nil, &st)
+	checkMeta(t, "primary member", st.readMeta, bn("province:seed"), r)
+	if st.Source != "primary" || st.Position != 3 {
+		t.Errorf("member consistency=primary: %+v", st)
+	}
+}
+
+// TestE2EBoardList: GET /v1/boards/{family}/{period}
+func TestE2EBoardList(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	week := currentWeek()
+	type summary struct {
+		Board     string `json:"board"`
+		Dimension string `json:"dimension"`
+		Shards    int    `json:"shards"`
+		Members   int64  `json:"members"`
+	}
+	var l struct {
+		readMeta
+		Family string    `json:"family"`
+		Period string    `json:"period"`
+		Boards []summary `json:"boards"`
+	}
+	r := g.ok(t, "GET", "/v1/boards/learning/current", nil, &l)
+	checkMeta(t, "board list", l.readMeta, "learning/"+week, r)
+	if l.Family != "learning" || l.Period != week {
+		t.Errorf("board list: family %q period %q", l.Family, l.Period)
+	}
+	got := map[string]summary{}
+	for _, b := range l.Boards {
+		got[b.Dimension] = b
+	}
+	var c countRes
+	g.ok(t, "GET", lb("national")+"/count", nil, &c)
+	for dim, want := range map[string]summary{
+		"national":          {Board: bn("national"), Dimension: "national", Shards: 16, Members: c.Count},
+		"province:seed":     {Board: bn("province:seed"), Dimension: "province:seed", Shards: 1, Members: seedN},
+		"class:s1":          {Board: bn("class:s1"), Dimension: "class:s1", Shards: 1, Members: seedN},
+		"province:zhejiang": {Board: bn("province:zhejiang"), Dimension: "province:zhejiang", Shards: 1, Members: 1},
+		"class:c42":         {Board: bn("class:c42"), Dimension: "class:c42", Shards: 1, Members: 1},
+	} {
+		if got[dim] != want {
+			t.Errorf("board list %s: %+v, want %+v", dim, got[dim], want)
+		}
+	}
+	if len(l.Boards) != 5 {
+		t.Errorf("board list: %d boards, want 5: %+v", len(l.Boards), l.Boards)
+	}
+	g.ok(t, "GET", "/v1/boards/learning/2026-W53", nil, &l)
+	if l.Period != "2026-W53" || l.Boards == nil || len(l.Boards) != 0 {
+		t.Errorf("board list of an empty period: %+v", l)
+	}
+	g.ok(t, "GET", "/v1/boards/game/current", nil, &l)
+	if l.Period != "all" || len(l.Boards) != 1 || l.Boards[0].Board != "game/all/national" || l.Boards[0].Shards != 8 || l.Boards[0].Members != 1 {
+		t.Errorf("game board list: %+v", l)
+	}
+	g.wantErr(t, "GET", "/v1/boards/nosuch/current", nil, 404, "unknown_family", "")
+	g.wantErr(t, "GET", "/v1/boards/learning/2026-W54", nil, 400, "invalid_argument", "period")
+}
+
+// TestE2ELayout: GET /v1/layout
+func TestE2ELayout(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	var l struct {
+		readMeta
+		Boards []struct {
+			Board  string `json:"board"`
+			Shards []struct {
+				Shard   int    `json:"shard"`
+				Key     string `json:"key"`
+				Slot    int    `json:"slot"`
+				Node    string `json:"node"`
+				Members int64  `json:"members"`
+				Memory  int64  `json:"memory_bytes"`
+			} `json:"shards"`
+			Nodes map[string]int `json:"nodes"`
+		} `json:"boards"`
+		Nodes []struct {
+			Node     string   `json:"node"`
+			Replicas []string `json:"replicas"`
+			Slots    int      `json:"slots"`
+			Shards   int      `json:"shards"`
+			Members  int64    `json:"members"`
+			Memory   int64    `json:"memory_bytes"`
+		} `json:"nodes"`
+		Warnings []string `json:"warnings"`
+	}
+	r := g.ok(t, "GET", "/v1/layout", nil, &l)
+	checkMeta(t, "layout", l.readMeta, "*", r)
+	slots, masters := 0, map[string]bool{}
+	for _, n := range l.Nodes {
+		slots += n.Slots
+		masters[n.Node] = true
+	}
+	if slots != 16384 || len(masters) != 3 {
+		t.Errorf("layout nodes: %d masters covering %d slots, want 3 covering 16384: %+v", len(masters), slots, l.Nodes)
+	}
+	if l.Warnings == nil {
+		t.Errorf("layout: warnings must be an array")
+	}
+	found := false
+	for _, b := range l.Boards {
+		if b.Board != bn("national") {
+			continue
+		}
+		found = true
+		var members int64
+		placed := 0
+		for i, sh := range b.Shards {
+			if sh.Shard != i || sh.Slot < 0 || sh.Slot > 16383 || !masters[sh.Node] || sh.Key == "" {
+				t.Errorf("layout shard %d: %+v", i, sh)
+			}
+			members += sh.Members
+		}
+		for _, n := range b.Nodes {
+			placed += n
 		}
 		var c countRes
 		g.ok(t, "GET", lb("national")+"/count", nil, &c)
-		for dim, want := range map[string]summary{
-			"national":          {Board: bn("national"), Dimension: "national", Shards: 16, Members: c.Count},
-			"province:seed":     {Board: bn("province:seed"), Dimension: "province:seed", Shards: 1, Members: seedN},
-			"class:s1":          {Board: bn("class:s1"), Dimension: "class:s1", Shards: 1, Members: seedN},
-			"province:zhejiang": {Board: bn("province:zhejiang"), Dimension: "province:zhejiang", Shards: 1, Members: 1},
-			"class:c42":         {Board: bn("class:c42"), Dimension: "class:c42", Shards: 1, Members: 1},
-		} {
-			if got[dim] != want {
-				t.Errorf("board list %s: %+v, want %+v", dim, got[dim], want)
-			}
+		if len(b.Shards) != 16 || placed != 16 || members != c.Count {
+			t.Errorf("layout %s: %d shards, %d placed, %d members (count %d)", b.Board, len(b.Shards), placed, members, c.Count)
 		}
-		if len(l.Boards) != 5 {
-			t.Errorf("board list: %d boards, want 5: %+v", len(l.Boards), l.Boards)
+	}
+	if !found {
+		t.Errorf("layout lacks %s", bn("national"))
+	}
+	g.ok(t, "GET", "/v1/layout?family=game&period=current", nil, &l)
+	if len(l.Boards) != 1 || l.Boards[0].Board != "game/all/national" || len(l.Boards[0].Shards) != 8 {
+		t.Errorf("layout of game: %+v", l.Boards)
+	}
+	g.wantErr(t, "GET", "/v1/layout?family=nosuch", nil, 404, "unknown_family", "")
+	g.wantErr(t, "GET", "/v1/layout?family=learning&period=2026-W54", nil, 400, "invalid_argument", "period")
+	g.wantErr(t, "GET", "/v1/layout?family=learning&family=game", nil, 400, "invalid_argument", "family")
+}
+
+// TestE2EService: service endpoints, routing, metrics.
+func TestE2EService(t *testing.T) {
+	t.Parallel()
+	g := readWorld(t)
+	var st struct {
+		Status string `json:"status"`
+	}
+	g.ok(t, "GET", "/healthz", nil, &st)
+	if st.Status != "ok" {
+		t.Errorf("healthz: %+v", st)
+	}
+	g.ok(t, "GET", "/readyz", nil, &st)
+	if st.Status != "ok" {
+		t.Errorf("readyz: %+v", st)
+	}
+
+	g.wantErr(t, "GET", "/v1/nope", nil, 404, "not_found", "")
+	g.wantErr(t, "GET", "/", nil, 404, "not_found", "")
+	g.wantErr(t, "GET", lb("national")+"/bottom", nil, 404, "not_found", "")
+	e := g.do(t, "DELETE", "/v1/events", nil)
+	if e.status != 405 || !strings.Contains(e.header.Get("Allow"), "POST") {
+		t.Errorf("DELETE /v1/events: %s Allow=%q, want 405 allowing POST", e, e.header.Get("Allow"))
+	}
+	g.wantErr(t, "DELETE", "/v1/events", nil, 405, "method_not_allowed", "")
+	g.wantErr(t, "GET", "/v1/events", nil, 405, "method_not_allowed", "")
+	g.wantErr(t, "POST", lb("national")+"/top", `{}`, 405, "method_not_allowed", "")
+	g.wantErr(t, "POST", "/healthz", nil, 405, "method_not_allowed", "")
+
+	// What the metrics below count: a replay (a dedupe hit) and a top read.
+	var rep eventRes
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "evt-8842", "family": "learning", "user": "u1001", "delta": 20, "dims": learningDims}, &rep)
+	if !rep.Duplicate {
+		t.Errorf("replay of the shared world's evt-8842: %+v, want duplicate", rep)
+	}
+	g.ok(t, "GET", lb("national")+"/top", nil, nil)
+
+	text := g.metrics(t)
+	for _, name := range []string{
+		"rankgate_http_requests_total",
+		"rankgate_fanout_shard_duration_seconds",
+		"rankgate_dedupe_hits_total",
+	} {
+		if !strings.Contains(text, "\n"+name) {
+			t.Errorf("/metrics lacks %s", name)
 		}
-		g.ok(t, "GET", "/v1/boards/learning/2026-W53", nil, &l)
-		if l.Period != "2026-W53" || l.Boards == nil || len(l.Boards) != 0 {
-			t.Errorf("board list of an empty period: %+v", l)
+	}
+	if !strings.Contains(text, `rankgate_http_requests_total{code="200",method="GET",route="GET /v1/boards/{family}/{period}/{dimension}/top"}`) {
+		t.Errorf("/metrics lacks the top route's 200 counter")
+	}
+	if !strings.Contains(text, `rankgate_dedupe_hits_total{family="learning"}`) {
+		t.Errorf("/metrics lacks learning dedupe hits after replays")
+	}
+	t.Run("redis_errors_total", func(t *testing.T) {
+		if !strings.Contains(text, "\nrankgate_redis_errors_total") {
+			t.Error("rankgate_redis_errors_total is absent from /metrics before the first Redis error")
 		}
-		g.ok(t, "GET", "/v1/boards/game/current", nil, &l)
-		if l.Period != "all" || len(l.Boards) != 1 || l.Boards[0].Board != "game/all/national" || l.Boards[0].Shards != 8 || l.Boards[0].Members != 1 {
-			t.Errorf("game board list: %+v", l)
-		}
-		g.wantErr(t, "GET", "/v1/boards/nosuch/current", nil, 404, "unknown_family", "")
-		g.wantErr(t, "GET", "/v1/boards/learning/2026-W54", nil, 400, "invalid_argument", "period")
 	})
+}
 
-	// GET /v1/layout
-	t.Run("layout", func(t *testing.T) {
-		var l struct {
-			readMeta
-			Boards []struct {
-				Board  string `json:"board"`
-				Shards []struct {
-					Shard   int    `json:"shard"`
-					Key     string `json:"key"`
-					Slot    int    `json:"slot"`
-					Node    string `json:"node"`
-					Members int64  `json:"members"`
-					Memory  int64  `json:"memory_bytes"`
-				} `json:"shards"`
-				Nodes map[string]int `json:"nodes"`
-			} `json:"boards"`
-			Nodes []struct {
-				Node     string   `json:"node"`
-				Replicas []string `json:"replicas"`
-				Slots    int      `json:"slots"`
-				Shards   int      `json:"shards"`
-				Members  int64    `json:"members"`
-				Memory   int64    `json:"memory_bytes"`
-			} `json:"nodes"`
-			Warnings []string `json:"warnings"`
-		}
-		r := g.ok(t, "GET", "/v1/layout", nil, &l)
-		checkMeta(t, "layout", l.readMeta, "*", r)
-		slots, masters := 0, map[string]bool{}
-		for _, n := range l.Nodes {
-			slots += n.Slots
-			masters[n.Node] = true
-		}
-		if slots != 16384 || len(masters) != 3 {
-			t.Errorf("layout nodes: %d masters covering %d slots, want 3 covering 16384: %+v", len(masters), slots, l.Nodes)
-		}
-		if l.Warnings == nil {
-			t.Errorf("layout: warnings must be an array")
-		}
-		found := false
-		for _, b := range l.Boards {
-			if b.Board != bn("national") {
-				continue
-			}
-			found = true
-			var members int64
-			placed := 0
-			for i, sh := range b.Shards {
-				if sh.Shard != i || sh.Slot < 0 || sh.Slot > 16383 || !masters[sh.Node] || sh.Key == "" {
-					t.Errorf("layout shard %d: %+v", i, sh)
-				}
-				members += sh.Members
-			}
-			for _, n := range b.Nodes {
-				placed += n
-			}
-			var c countRes
-			g.ok(t, "GET", lb("national")+"/count", nil, &c)
-			if len(b.Shards) != 16 || placed != 16 || members != c.Count {
-				t.Errorf("layout %s: %d shards, %d placed, %d members (count %d)", b.Board, len(b.Shards), placed, members, c.Count)
-			}
-		}
-		if !found {
-			t.Errorf("layout lacks %s", bn("national"))
-		}
-		g.ok(t, "GET", "/v1/layout?family=game&period=current", nil, &l)
-		if len(l.Boards) != 1 || l.Boards[0].Board != "game/all/national" || len(l.Boards[0].Shards) != 8 {
-			t.Errorf("layout of game: %+v", l.Boards)
-		}
-		g.wantErr(t, "GET", "/v1/layout?family=nosuch", nil, 404, "unknown_family", "")
-		g.wantErr(t, "GET", "/v1/layout?family=learning&period=2026-W54", nil, 400, "invalid_argument", "period")
-		g.wantErr(t, "GET", "/v1/layout?family=learning&family=game", nil, 400, "invalid_argument", "family")
-	})
-
-	// Service endpoints, routing, metrics.
-	t.Run("service", func(t *testing.T) {
-		var st struct {
-			Status string `json:"status"`
-		}
-		g.ok(t, "GET", "/healthz", nil, &st)
-		if st.Status != "ok" {
-			t.Errorf("healthz: %+v", st)
-		}
-		g.ok(t, "GET", "/readyz", nil, &st)
-		if st.Status != "ok" {
-			t.Errorf("readyz: %+v", st)
-		}
-
-		g.wantErr(t, "GET", "/v1/nope", nil, 404, "not_found", "")
-		g.wantErr(t, "GET", "/", nil, 404, "not_found", "")
-		g.wantErr(t, "GET", lb("national")+"/bottom", nil, 404, "not_found", "")
-		e := g.do(t, "DELETE", "/v1/events", nil)
-		if e.status != 405 || !strings.Contains(e.header.Get("Allow"), "POST") {
-			t.Errorf("DELETE /v1/events: %s Allow=%q, want 405 allowing POST", e, e.header.Get("Allow"))
-		}
-		g.wantErr(t, "DELETE", "/v1/events", nil, 405, "method_not_allowed", "")
-		g.wantErr(t, "GET", "/v1/events", nil, 405, "method_not_allowed", "")
-		g.wantErr(t, "POST", lb("national")+"/top", `{}`, 405, "method_not_allowed", "")
-		g.wantErr(t, "POST", "/healthz", nil, 405, "method_not_allowed", "")
-
-		text := g.metrics(t)
-		for _, name := range []string{
-			"rankgate_http_requests_total",
-			"rankgate_fanout_shard_duration_seconds",
-			"rankgate_dedupe_hits_total",
-		} {
-			if !strings.Contains(text, "\n"+name) {
-				t.Errorf("/metrics lacks %s", name)
-			}
-		}
-		if !strings.Contains(text, `rankgate_http_requests_total{code="200",method="GET",route="GET /v1/boards/{family}/{period}/{dimension}/top"}`) {
-			t.Errorf("/metrics lacks the top route's 200 counter")
-		}
-		if !strings.Contains(text, `rankgate_dedupe_hits_total{family="learning"}`) {
-			t.Errorf("/metrics lacks learning dedupe hits after replays")
-		}
-		t.Run("redis_errors_total", func(t *testing.T) {
-			if !strings.Contains(text, "\nrankgate_redis_errors_total") {
-				t.Error("rankgate_redis_errors_total is absent from /metrics before the first Redis error")
-			}
-		})
-	})
-
-	// POST {board}/snapshots and GET {board}/entries?snapshot= (last: it
-	// adds a member ahead of the seed on the national board).
+// TestE2ESnapshots: POST {board}/snapshots and GET {board}/entries?snapshot=,
+// on a gateway of its own (it adds a member ahead of the seed on the
+// national board). Expired snapshots are the client's 410, not Redis failing.
+func TestE2ESnapshots(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, false)
+	seedBoards(t, g)
 	redisErrorsBefore, _ := metricSum(g.metrics(t), "rankgate_redis_errors_total")
-	t.Run("snapshots", func(t *testing.T) {
-		var sn struct {
-			Board     string `json:"board"`
-			Snapshot  string `json:"snapshot"`
-			ExpiresAt string `json:"expires_at"`
-			Size      int64  `json:"size"`
-			Depth     int    `json:"depth"`
-		}
-		r := g.do(t, "POST", lb("national")+"/snapshots", map[string]any{"depth": 20, "ttl_seconds": 60})
-		if r.status != 201 {
-			t.Fatalf("create snapshot: %s, want 201", r)
-		}
-		if err := json.Unmarshal(r.body, &sn); err != nil {
-			t.Fatal(err)
-		}
-		exp, err := time.Parse(time.RFC3339, sn.ExpiresAt)
-		if err != nil || sn.Board != bn("national") || sn.Snapshot == "" || sn.Size != 20 || sn.Depth != 20 ||
-			exp.Before(time.Now().Add(55*time.Second)) || exp.After(time.Now().Add(65*time.Second)) {
-			t.Errorf("create snapshot: %+v", sn)
-		}
+	var sn struct {
+		Board     string `json:"board"`
+		Snapshot  string `json:"snapshot"`
+		ExpiresAt string `json:"expires_at"`
+		Size      int64  `json:"size"`
+		Depth     int    `json:"depth"`
+	}
+	r := g.do(t, "POST", lb("national")+"/snapshots", map[string]any{"depth": 20, "ttl_seconds": 60})
+	if r.status != 201 {
+		t.Fatalf("create snapshot: %s, want 201", r)
+	}
+	if err := json.Unmarshal(r.body, &sn); err != nil {
+		t.Fatal(err)
+	}
+	exp, err := time.Parse(time.RFC3339, sn.ExpiresAt)
+	if err != nil || sn.Board != bn("national") || sn.Snapshot == "" || sn.Size != 20 || sn.Depth != 20 ||
+		exp.Before(e2eNow().Add(55*time.Second)) || exp.After(e2eNow().Add(65*time.Second)) {
+		t.Errorf("create snapshot: %+v", sn)
+	}
 
-		// The board moves on; the snapshot does not.
-		g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "snap-1", "family": "learning", "user": "zz", "delta": 5000}, nil)
-		var p page
-		g.ok(t, "GET", lb("national")+"/top?limit=1&consistency=primary", nil, &p)
-		if len(p.Entries) != 1 || p.Entries[0].User != "zz" {
-			t.Errorf("live top after the new event: %+v", p.Entries)
-		}
-		r = g.ok(t, "GET", lb("national")+"/entries?snapshot="+sn.Snapshot+"&offset=0&limit=5", nil, &p)
-		checkMeta(t, "snapshot page", p.readMeta, bn("national"), r)
-		checkSeedEntries(t, "snapshot offset=0", p.Entries, 0)
-		if len(p.Entries) != 5 {
-			t.Errorf("snapshot offset=0 limit=5: %v", users(p.Entries))
-		}
-		g.ok(t, "GET", lb("national")+"/entries?snapshot="+sn.Snapshot+"&offset=15&limit=10", nil, &p)
-		checkSeedEntries(t, "snapshot offset=15", p.Entries, 15)
-		if len(p.Entries) != 5 {
-			t.Errorf("snapshot offset=15 limit=10 (depth 20): %v", users(p.Entries))
-		}
-		g.ok(t, "GET", lb("national")+"/entries?snapshot="+sn.Snapshot+"&offset=20", nil, &p)
-		if len(p.Entries) != 0 {
-			t.Errorf("snapshot past its depth: %v", users(p.Entries))
-		}
+	// The board moves on; the snapshot does not.
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "snap-1", "family": "learning", "user": "zz", "delta": 5000}, nil)
+	var p page
+	g.ok(t, "GET", lb("national")+"/top?limit=1&consistency=primary", nil, &p)
+	if len(p.Entries) != 1 || p.Entries[0].User != "zz" {
+		t.Errorf("live top after the new event: %+v", p.Entries)
+	}
+	r = g.ok(t, "GET", lb("national")+"/entries?snapshot="+sn.Snapshot+"&offset=0&limit=5", nil, &p)
+	checkMeta(t, "snapshot page", p.readMeta, bn("national"), r)
+	checkSeedEntries(t, "snapshot offset=0", p.Entries, 0)
+	if len(p.Entries) != 5 {
+		t.Errorf("snapshot offset=0 limit=5: %v", users(p.Entries))
+	}
+	g.ok(t, "GET", lb("national")+"/entries?snapshot="+sn.Snapshot+"&offset=15&limit=10", nil, &p)
+	checkSeedEntries(t, "snapshot offset=15", p.Entries, 15)
+	if len(p.Entries) != 5 {
+		t.Errorf("snapshot offset=15 limit=10 (depth 20): %v", users(p.Entries))
+	}
+	g.ok(t, "GET", lb("national")+"/entries?snapshot="+sn.Snapshot+"&offset=20", nil, &p)
+	if len(p.Entries) != 0 {
+		t.Errorf("snapshot past its depth: %v", users(p.Entries))
+	}
 
-		// Defaults: depth 1000, ttl 60.
-		r = g.do(t, "POST", lb("province:seed")+"/snapshots", `{}`)
-		if r.status != 201 || json.Unmarshal(r.body, &sn) != nil || sn.Depth != 1000 || sn.Size != seedN {
-			t.Errorf("snapshot with defaults: %s", r)
-		}
-		g.wantErr(t, "POST", lb("national")+"/snapshots", `{"depth":0}`, 400, "invalid_argument", "depth")
-		g.wantErr(t, "POST", lb("national")+"/snapshots", `{"depth":10001}`, 400, "invalid_argument", "depth")
-		g.wantErr(t, "POST", lb("national")+"/snapshots", `{"ttl_seconds":0}`, 400, "invalid_argument", "ttl_seconds")
-		g.wantErr(t, "POST", lb("national")+"/snapshots", `{"ttl_seconds":601}`, 400, "invalid_argument", "ttl_seconds")
-		g.wantErr(t, "POST", lb("national")+"/snapshots", `{"depth":10,"size":3}`, 400, "invalid_argument", "size")
-		g.wantErr(t, "POST", lb("national")+"/snapshots", ``, 400, "invalid_argument", "")
-		g.wantErr(t, "POST", lb("school:x")+"/snapshots", `{}`, 404, "unknown_board", "")
-		g.wantErr(t, "POST", "/v1/boards/nosuch/current/national/snapshots", `{}`, 404, "unknown_family", "")
+	// Defaults: depth 1000, ttl 60.
+	r = g.do(t, "POST", lb("province:seed")+"/snapshots", `{}`)
+	if r.status != 201 || json.Unmarshal(r.body, &sn) != nil || sn.Depth != 1000 || sn.Size != seedN {
+		t.Errorf("snapshot with defaults: %s", r)
+	}
+	g.wantErr(t, "POST", lb("national")+"/snapshots", `{"depth":0}`, 400, "invalid_argument", "depth")
+	g.wantErr(t, "POST", lb("national")+"/snapshots", `{"depth":10001}`, 400, "invalid_argument", "depth")
+	g.wantErr(t, "POST", lb("national")+"/snapshots", `{"ttl_seconds":0}`, 400, "invalid_argument", "ttl_seconds")
+	g.wantErr(t, "POST", lb("national")+"/snapshots", `{"ttl_seconds":601}`, 400, "invalid_argument", "ttl_seconds")
+	g.wantErr(t, "POST", lb("national")+"/snapshots", `{"depth":10,"size":3}`, 400, "invalid_argument", "size")
+	g.wantErr(t, "POST", lb("national")+"/snapshots", ``, 400, "invalid_argument", "")
+	g.wantErr(t, "POST", lb("school:x")+"/snapshots", `{}`, 404, "unknown_board", "")
+	g.wantErr(t, "POST", "/v1/boards/nosuch/current/national/snapshots", `{}`, 404, "unknown_family", "")
 
-		g.wantErr(t, "GET", lb("national")+"/entries?snapshot=nope", nil, 400, "invalid_argument", "snapshot")
-		g.wantErr(t, "GET", lb("national")+"/entries?snapshot="+sn.Snapshot+"&cursor=abc", nil, 400, "invalid_argument", "cursor")
-		// A well-formed id that never existed answers like an expired one.
-		g.wantErr(t, "GET", lb("national")+"/entries?snapshot=20x18c0000000x0123456789abcdef", nil, 410, "snapshot_expired", "")
-		// A snapshot of one board is not readable on another.
-		g.wantErr(t, "GET", lb("class:s1")+"/entries?snapshot="+sn.Snapshot, nil, 410, "snapshot_expired", "")
+	g.wantErr(t, "GET", lb("national")+"/entries?snapshot=nope", nil, 400, "invalid_argument", "snapshot")
+	g.wantErr(t, "GET", lb("national")+"/entries?snapshot="+sn.Snapshot+"&cursor=abc", nil, 400, "invalid_argument", "cursor")
+	// A well-formed id that never existed answers like an expired one.
+	g.wantErr(t, "GET", lb("national")+"/entries?snapshot=20x18c0000000x0123456789abcdef", nil, 410, "snapshot_expired", "")
+	// A snapshot of one board is not readable on another.
+	g.wantErr(t, "GET", lb("class:s1")+"/entries?snapshot="+sn.Snapshot, nil, 410, "snapshot_expired", "")
 
-		// Expiry: a 1 s snapshot is gone shortly after (bounded poll on its state).
-		r = g.do(t, "POST", lb("class:s1")+"/snapshots", `{"depth":5,"ttl_seconds":1}`)
-		if r.status != 201 || json.Unmarshal(r.body, &sn) != nil {
-			t.Fatalf("short snapshot: %s", r)
-		}
-		g.ok(t, "GET", lb("class:s1")+"/entries?snapshot="+sn.Snapshot+"&offset=0&limit=5", nil, &p)
-		checkSeedEntries(t, "short snapshot", p.Entries, 0)
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			r := g.do(t, "GET", lb("class:s1")+"/entries?snapshot="+sn.Snapshot, nil)
-			if r.status == 410 {
-				if e := checkErrShape(t, "expired snapshot", r); e.Code != "snapshot_expired" {
-					t.Errorf("expired snapshot: code %q", e.Code)
-				}
-				break
+	// Expiry: a 1 s snapshot is gone shortly after (bounded poll on its state).
+	r = g.do(t, "POST", lb("class:s1")+"/snapshots", `{"depth":5,"ttl_seconds":1}`)
+	if r.status != 201 || json.Unmarshal(r.body, &sn) != nil {
+		t.Fatalf("short snapshot: %s", r)
+	}
+	g.ok(t, "GET", lb("class:s1")+"/entries?snapshot="+sn.Snapshot+"&offset=0&limit=5", nil, &p)
+	checkSeedEntries(t, "short snapshot", p.Entries, 0)
+	soon.Eventually(t, 5*time.Second, func() error {
+		r := g.do(t, "GET", lb("class:s1")+"/entries?snapshot="+sn.Snapshot, nil)
+		switch r.status {
+		case 410:
+			if e := checkErrShape(t, "expired snapshot", r); e.Code != "snapshot_expired" {
+				t.Errorf("expired snapshot: code %q", e.Code)
 			}
-			if r.status != 200 || time.Now().After(deadline) {
-				t.Fatalf("a 1 s snapshot still answers %s after 5 s", r)
-			}
-			time.Sleep(100 * time.Millisecond)
+			return nil
+		case 200:
+			return fmt.Errorf("a 1 s snapshot still answers %s", r)
 		}
+		t.Fatalf("a 1 s snapshot answers %s, want 200 until it expires, then 410", r)
+		return nil
 	})
 
-	// Expired snapshots are the client's 410, not Redis failing.
-	t.Run("snapshot_metrics", func(t *testing.T) {
-		after, _ := metricSum(g.metrics(t), "rankgate_redis_errors_total")
-		if after != redisErrorsBefore {
-			t.Errorf("rankgate_redis_errors_total rose from %v to %v on a healthy cluster during snapshot 410s: "+
-				"a cancelled sibling of an expired shard is not a Redis error", redisErrorsBefore, after)
-		}
-	})
+	after, _ := metricSum(g.metrics(t), "rankgate_redis_errors_total")
+	if after != redisErrorsBefore {
+		t.Errorf("rankgate_redis_errors_total rose from %v to %v on a healthy cluster during snapshot 410s: "+
+			"a cancelled sibling of an expired shard is not a Redis error", redisErrorsBefore, after)
+	}
+}
 
+// seedBoards writes the seed model (r00..r29 on province:seed and class:s1,
+// in one batch) and checks every result.
+func seedBoards(t *testing.T, g *gw) {
+	t.Helper()
+	evs := make([]any, seedN)
+	for i := range evs {
+		evs[i] = map[string]any{"event_id": "seed-" + seedUser(i), "family": "learning", "user": seedUser(i),
+			"delta": seedPoints(i), "dims": map[string]string{"province": "seed", "class": "s1"}}
+	}
+	var out struct {
+		Results []eventRes `json:"results"`
+	}
+	g.ok(t, "POST", "/v1/events:batch", map[string]any{"events": evs}, &out)
+	for i, r := range out.Results {
+		if r.EventID != "seed-"+seedUser(i) || r.Duplicate || r.points()[bn("province:seed")] != seedPoints(i) {
+			t.Fatalf("seed result %d: %+v", i, r)
+		}
+	}
+	if len(out.Results) != seedN {
+		t.Fatalf("seed: %d results", len(out.Results))
+	}
+}
+
+// seedWorld writes the boards the read tests read: u1001's 20 points on
+// learning's national, province:zhejiang and class:c42 boards (evt-8842),
+// p1's 100 on game (g-1), r00's profile (Ada), then the seed model, which
+// no read has touched before. Everything but the seed has < 100 points.
+func seedWorld(t *testing.T, g *gw) {
+	t.Helper()
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "evt-8842", "family": "learning", "user": "u1001", "delta": 20, "dims": learningDims}, nil)
+	g.ok(t, "POST", "/v1/events", map[string]any{"event_id": "g-1", "family": "game", "user": "p1", "value": 100}, nil)
+	g.ok(t, "PUT", "/v1/profiles/r00", map[string]any{"name": "Ada", "avatar": "https://img.example/ada.png"}, nil)
+	seedBoards(t, g)
 }
 
 // metrics returns the /metrics text.
@@ -1557,7 +1768,6 @@ func (g *gw) postChunked(t *testing.T, path, body string) resp {
 
 // ---------------------------------------------------------------- hostile input
 
-// TestE2ENoInputProduces5xx: bad input is never answered with a 5xx.
 // TestE2EOneSeed: redis.addrs with a single node of the cluster is enough.
 // The gateway asks that node, runs in cluster mode with replica reads, and
 // a board whose shards sit on every master reads and writes exactly (a
@@ -1617,13 +1827,14 @@ func TestE2EWaitsForRedis(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
 	g, ready := launchGateway(t, []string{"127.0.0.1:" + strconv.Itoa(port)})
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(g.logs.String(), "waiting for redis") {
-		if time.Now().After(deadline) {
-			g.cancel()
-			t.Fatalf("no \"waiting for redis\" within 10s\nlogs:\n%s", g.logs.String())
+	if err := soon.Within(10*time.Second, func() error {
+		if !strings.Contains(g.logs.String(), "waiting for redis") {
+			return errors.New("no \"waiting for redis\" in the log")
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}); err != nil {
+		g.cancel()
+		t.Fatalf("%v\nlogs:\n%s", err, g.logs.String())
 	}
 	srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
 	if err := srv.Start(); err != nil {
@@ -1640,6 +1851,7 @@ func TestE2EWaitsForRedis(t *testing.T) {
 	}
 }
 
+// TestE2ENoInputProduces5xx: bad input is never answered with a 5xx.
 func TestE2ENoInputProduces5xx(t *testing.T) {
 	g := startGateway(t, false)
 	// Something on the boards, so reads go past the empty-board shortcuts.
@@ -1871,28 +2083,25 @@ func TestE2EGracefulShutdown(t *testing.T) {
 
 	// Wait (bounded) until the batch is being served: in flight with this probe.
 	probe := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline := time.Now().Add(15 * time.Second)
-	for inflight(t, probe, g.base) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the batch never showed as in flight\nlogs:\n%s", tailLines(g.logs.String(), 40))
+	if err := soon.Within(15*time.Second, func() error {
+		if n := inflight(t, probe, g.base); n < 2 {
+			return fmt.Errorf("%v requests in flight, want 2", n)
 		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("the batch never showed as in flight: %v\nlogs:\n%s", err, tailLines(g.logs.String(), 40))
 	}
 
 	g.cancel()
 	// Wait (bounded) until shutdown has closed the listener.
-	deadline = time.Now().Add(15 * time.Second)
-	for {
+	soon.Eventually(t, 15*time.Second, func() error {
 		c, err := net.DialTimeout("tcp", g.addr, time.Second)
 		if err != nil {
-			break
+			return nil
 		}
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("listener still open 15s after cancel")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.New("listener still open after cancel")
+	})
 	select {
 	case err := <-g.done:
 		t.Fatalf("run returned (%v) while a request was in flight", err)

@@ -36,13 +36,20 @@ func main() {
 
 // run is main without the process: tests start the real program with it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return runAt(ctx, time.Now, args, getenv, stdout, stderr)
+}
+
+// runAt is run with the clock of the service that serve starts (the period
+// of an event, cache ages, snapshot expiry): the end-to-end tests move it off
+// a week change.
+func runAt(ctx context.Context, now func() time.Time, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
 	case "serve":
-		return serve(ctx, args, getenv, stderr)
+		return serve(ctx, now, args, getenv, stderr)
 	case "layout":
 		return layoutCmd(ctx, args, getenv, stdout, stderr)
 	case "plan":
@@ -224,7 +231,7 @@ func newAuth(cfg *config.Config, getenv func(string) string, log *slog.Logger, r
 	return a.Wrap, nil
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func serve(ctx context.Context, now func() time.Time, args []string, getenv func(string) string, stderr io.Writer) error {
 	f, cfg, log, err := parseFlags("serve", args, getenv, stderr)
 	if err != nil {
 		return err
@@ -249,7 +256,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer closeLedger()
-	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log, Registerer: reg, Ledger: led})
+	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log, Registerer: reg, Ledger: led, Now: now})
 	if err != nil {
 		return err
 	}

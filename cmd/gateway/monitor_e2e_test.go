@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rankgate/rankgate/internal/soon"
 )
 
 // TestE2EMonitorAndStatusPage: the real program polls the cluster off the
@@ -15,20 +18,16 @@ func TestE2EMonitorAndStatusPage(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, false)
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	soon.Eventually(t, 10*time.Second, func() error {
 		m := g.metrics(t)
-		if up, ok := metricSum(m, "rankgate_redis_node_up"); ok && up == 6 {
-			if _, ok := metricSum(m, "rankgate_redis_replication_lag_bytes"); !ok {
-				t.Error("no rankgate_redis_replication_lag_bytes on /metrics")
-			}
-			break
+		if up, ok := metricSum(m, "rankgate_redis_node_up"); !ok || up != 6 {
+			return fmt.Errorf("rankgate_redis_node_up does not sum to 6 nodes:\n%s", linesWithPrefix(m, "rankgate_redis_node_up"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rankgate_redis_node_up never summed to 6 nodes:\n%s", linesWithPrefix(m, "rankgate_redis_node_up"))
+		if _, ok := metricSum(m, "rankgate_redis_replication_lag_bytes"); !ok {
+			t.Error("no rankgate_redis_replication_lag_bytes on /metrics")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 
 	var fams struct {
 		Families []struct {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rankgate/rankgate/internal/soon"
 )
 
 const defaultTestDSN = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -521,16 +523,13 @@ func TestSeqFollowsCommitOrder(t *testing.T) {
 			fast <- result{o, err}
 		}()
 		// Wait (bounded) until "fast" blocks on a lock held by "slow".
-		deadline := time.Now().Add(10 * time.Second)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for queryInt(t, l, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
-			"rankgate-ledger/"+l.Schema()) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the second transaction never waited for the first")
+		soon.Eventually(t, 10*time.Second, func() error {
+			if queryInt(t, l, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+				"rankgate-ledger/"+l.Schema()) == 0 {
+				return errors.New("the second transaction never waited for the first")
 			}
-			<-tick.C
-		}
+			return nil
+		})
 		select {
 		case r := <-fast:
 			t.Fatalf("fast committed while slow held its seq: %+v %v", r.out, r.err)

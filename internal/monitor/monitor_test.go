@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/monitor"
+	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/testcluster"
 )
 
@@ -303,13 +304,12 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { mon.Run(ctx); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(gather(t, reg)["rankgate_monitor_last_poll_timestamp_seconds"]) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not poll at once")
+	soon.Eventually(t, 10*time.Second, func() error {
+		if len(gather(t, reg)["rankgate_monitor_last_poll_timestamp_seconds"]) == 0 {
+			return errors.New("Run did not poll at once")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	select {
 	case <-done:

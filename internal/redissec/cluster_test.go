@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/soon"
 )
 
 // The TLS cluster's ports: free loopback ports in [portLo, portHi], each
@@ -35,7 +37,6 @@ const (
 	createWait    = 20 * time.Second // redis-cli --cluster create
 	clusterOKWait = 20 * time.Second // cluster_state:ok and replicas linked
 	stopWait      = 3 * time.Second  // SIGTERM → SIGKILL
-	pollEvery     = 100 * time.Millisecond
 )
 
 // tlsCluster is a TLS-only Redis Cluster run by the test: no plain-text
@@ -221,25 +222,25 @@ func (c *tlsCluster) launch(base string, port int) (*node, error) {
 
 	admin := c.admin(n.addr)
 	defer admin.Close()
-	deadline := time.Now().Add(startWait)
-	for {
+	exited := errors.New("exited")
+	err := soon.Within(startWait, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := admin.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return n, nil
-		}
+		defer cancel()
 		select {
 		case <-n.done:
-			return nil, fmt.Errorf("redis-server on %d exited: %s", port, n.logTail(8))
+			return soon.Stop(exited)
 		default:
 		}
-		if time.Now().After(deadline) {
-			n.kill()
-			return nil, fmt.Errorf("redis-server on %d did not answer over TLS within %s: %v; log: %s", port, startWait, err, n.logTail(8))
-		}
-		time.Sleep(pollEvery)
+		return admin.Ping(ctx).Err()
+	})
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, exited):
+		return nil, fmt.Errorf("redis-server on %d exited: %s", port, n.logTail(8))
 	}
+	n.kill()
+	return nil, fmt.Errorf("redis-server on %d did not answer over TLS: %v; log: %s", port, err, n.logTail(8))
 }
 
 // admin is a single-node admin client.
@@ -288,16 +289,8 @@ func (c *tlsCluster) create(t *testing.T) {
 // and every master has its replica linked.
 func (c *tlsCluster) waitOK(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(clusterOKWait)
-	for {
-		err := c.healthy()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redissec: cluster not ok within %s: %v", clusterOKWait, err)
-		}
-		time.Sleep(pollEvery * 2)
+	if err := soon.Within(clusterOKWait, c.healthy); err != nil {
+		t.Fatalf("redissec: cluster not ok: %v", err)
 	}
 }
 
