@@ -13,6 +13,7 @@ import (
 
 	"github.com/rankgate/rankgate/internal/period"
 	"github.com/rankgate/rankgate/internal/plan"
+	"github.com/rankgate/rankgate/internal/plan/calibrate"
 	"github.com/rankgate/rankgate/internal/store"
 )
 
@@ -92,8 +93,8 @@ func planCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer rw.Close()
-	// Calibrate removes its keys itself, also when it fails or is interrupted.
-	cal, err := plan.Calibrate(ctx, plan.CalibrateOptions{Config: cfg, Client: rw, Scenario: &sc, Sample: sample, Calls: calls, Logger: log})
+	// calibrate.Run removes its keys itself, also when it fails or is interrupted.
+	cal, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Client: rw, Scenario: &sc, Sample: sample, Calls: calls, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -151,27 +151,67 @@ type shardLoad struct {
 	node, tag     string
 }
 
-// Project computes the plan.
+// Project computes the plan in three phases, each over the shards the
+// scenario's world places on the slot map: memory, commands, then slots and
+// masters (which add up the first two per slot, master and board).
 func Project(in Input) (*Plan, error) {
-	sc := in.Scenario
+	pr, err := newProjection(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := pr.memory(); err != nil {
+		return nil, err
+	}
+	if err := pr.commands(); err != nil {
+		return nil, err
+	}
+	pr.slotsAndMasters()
+	return pr.p, nil
+}
+
+// projection is one run of Project: its input, the world, and the load of
+// every shard (loads[board][shard]), which the phases fill in turn.
+type projection struct {
+	in              Input
+	sc              *Scenario
+	f               *config.Family
+	cal             Calibration
+	pl              Placement
+	w               *World
+	p               *Plan
+	layout          shard.Layout
+	loads           [][]shardLoad
+	version, dedupe bool // per-member versions (:m), per-event dedupe entries
+
+	// Filled by commands.
+	period        Load      // commands on the period keys
+	events, reads float64   // calls per second
+	hot           []float64 // hottest member's write commands/s per board
+}
+
+// newProjection checks the input, builds the world and places every shard
+// of every board on its slot and master.
+func newProjection(in Input) (*projection, error) {
 	f := in.Family
-	cal := in.Calibration
 	if f == nil {
 		return nil, errors.New("plan: no family")
 	}
 	if len(in.Placement.Ranges) == 0 {
 		return nil, errors.New("plan: empty slot map")
 	}
-	pl := in.Placement.sorted()
+	pr := &projection{in: in, f: f, cal: in.Calibration, pl: in.Placement.sorted()}
+	pr.sc = &pr.in.Scenario
 	shards := map[string]int{}
 	for t, d := range f.Dimensions {
 		shards[t] = d.Shards
 	}
-	w, err := NewWorld(&sc, shards)
+	w, err := NewWorld(pr.sc, shards)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Scenario: sc, Family: f.Name, Tie: f.Tie, Mode: "redis-only", Placement: pl.Source, Calibration: cal, Warnings: []string{}}
+	pr.w = w
+	sc := pr.sc
+	p := &Plan{Scenario: *sc, Family: f.Name, Tie: f.Tie, Mode: "redis-only", Placement: pr.pl.Source, Calibration: pr.cal, Warnings: []string{}}
 	if in.Ledger {
 		p.Mode = "ledger"
 	}
@@ -179,164 +219,190 @@ func Project(in Input) (*Plan, error) {
 	if p.Periods == 0 {
 		p.Periods, p.PeriodsFrom = DerivedPeriods(f)
 	}
-	version := f.Projection() || in.Ledger
-	dedupe := !version
+	pr.p = p
+	pr.version = f.Projection() || in.Ledger
+	pr.dedupe = !pr.version
 	if f.Projection() && hasWrites(sc.Ops) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("family %s takes projections: the scenario's events are modelled as one projection script per board", f.Name))
 	}
 
 	// Slots come from hash tags, which hold no prefix.
-	var layout shard.Layout
-	loads := make([][]shardLoad, len(w.Boards))
+	pr.loads = make([][]shardLoad, len(w.Boards))
 	for bi := range w.Boards {
 		b := &w.Boards[bi]
 		sb := shard.Board{Family: f.Name, Period: in.PeriodID, DimType: b.DimType, DimValue: b.Value}
-		loads[bi] = make([]shardLoad, b.Shards)
-		for i := range loads[bi] {
-			l := &loads[bi][i]
-			l.tag = layout.Tag(sb, i, b.Shards)
+		pr.loads[bi] = make([]shardLoad, b.Shards)
+		for i := range pr.loads[bi] {
+			l := &pr.loads[bi][i]
+			l.tag = pr.layout.Tag(sb, i, b.Shards)
 			l.slot = shard.Slot("{" + l.tag + "}")
-			l.node = pl.Master(l.slot)
+			l.node = pr.pl.Master(l.slot)
 			l.members = b.ShardMembers[i]
 		}
 	}
+	return pr, nil
+}
 
-	// Memory: members × bytes per member (zset, plus :m or the :ev member
-	// counter) + dedupe entries × bytes per entry + :meta, per period. Every
-	// member sends events_per_member_per_period events, each leaving one
-	// entry on each of its boards (member skew shapes the peak rate, not the
-	// period's totals).
-	epm := sc.EventsPerMemberPerPeriod
-	for bi := range w.Boards {
-		for i := range loads[bi] {
-			l := &loads[bi][i]
+// memory is the first phase: members × bytes per member (zset, plus :m or
+// the :ev member counter) + dedupe entries × bytes per entry + :meta, per
+// period. Every member sends events_per_member_per_period events, each
+// leaving one entry on each of its boards (member skew shapes the peak rate,
+// not the period's totals).
+func (pr *projection) memory() error {
+	epm := pr.sc.EventsPerMemberPerPeriod
+	for bi := range pr.w.Boards {
+		for i := range pr.loads[bi] {
+			l := &pr.loads[bi][i]
 			if l.members == 0 {
 				continue
 			}
 			ev := 0.0
-			if dedupe {
+			if pr.dedupe {
 				ev = epm
 			}
-			c, err := cal.Cost(f.Tie, l.members, ev)
+			c, err := pr.cal.Cost(pr.f.Tie, l.members, ev)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			per := c.Zset
-			if version {
+			if pr.version {
 				per += c.Version
 			}
 			l.bytes = float64(l.members)*per + c.Meta
-			if dedupe {
+			if pr.dedupe {
 				l.bytes += float64(l.members) * c.DedupeMember
 				l.dedupe = float64(l.members) * epm * c.DedupeEntry
 				l.bytes += l.dedupe
 			}
 		}
 	}
+	return nil
+}
 
-	// Commands.
+// commands is the second phase: each operation's calls per second times
+// its calibrated commands, spread over the shards it reaches.
+func (pr *projection) commands() error {
+	sc := pr.sc
 	var totalW float64
 	for _, o := range sc.Ops {
 		totalW += o.Weight
 	}
-	var period Load
-	var events, reads float64
-	hot := make([]float64, len(w.Boards)) // hottest member's write commands/s per board
+	pr.hot = make([]float64, len(pr.w.Boards))
 	for _, o := range sc.Ops {
 		if o.Weight == 0 {
 			continue
 		}
 		key := OpKey(o)
-		cost, ok := cal.Ops[key]
+		cost, ok := pr.cal.Ops[key]
 		if !ok {
-			return nil, fmt.Errorf("plan: the calibration has no measurement of %s (op %s)", key, o.Name)
+			return fmt.Errorf("plan: the calibration has no measurement of %s (op %s)", key, o.Name)
 		}
 		calls := sc.Rate * o.Weight / totalW
 		ol := OpLoad{Name: o.Name, Key: key, Calls: calls}
-		load := cost.load // commands → Load
 		switch o.Op {
 		case workload.OpEvent, workload.OpBatch:
-			n := 1.0
-			if o.Op == workload.OpBatch {
-				n = float64(o.Batch)
-			}
-			ev := calls * n
-			events += ev
-			ol.Consistency, ol.Loads = "primary", calls
-			for bi := range w.Boards {
-				b := &w.Boards[bi]
-				for i := range loads[bi] {
-					x := ev * b.EventShare[i] * cost.PerBoard
-					l := &loads[bi][i]
-					l.write += x
-					l.master.add(load(x))
-					ol.add(load(x))
-				}
-				hot[bi] += ev * b.HotMemberEventShare * cost.PerBoard
-			}
-			// Period commands are plain INCRBYs: one server command each.
-			pc := Load{Commands: calls * cost.Period, ServerCommands: calls * cost.Period}
-			period.add(pc)
-			ol.add(pc)
+			pr.writeCommands(o, cost, calls, &ol)
 		default:
-			reads += calls
-			level := servedAt(o, f, in.ReplicaReads)
-			ol.Consistency = level
-			member := o.Op == workload.OpMember || o.Op == workload.OpAround || o.Op == workload.OpLookup
-			q := w.ReadBoards(o.Board, member)
-			for bi, qb := range q {
-				if qb == 0 {
-					continue
-				}
-				b := &w.Boards[bi]
-				c := calls * qb
-				lc := c
-				switch {
-				case level == "cached" && o.Op == workload.OpPage:
-					first := c / float64(o.Depth)
-					lc = CacheLoads(first, f.CacheTTL, sc.Gateways) + (c - first)
-				case level == "cached":
-					lc = CacheLoads(c, f.CacheTTL, sc.Gateways)
-				}
-				ol.Loads += lc
-				for i := range loads[bi] {
-					share := 1 / float64(b.Shards)
-					if member {
-						share = b.MemberReadShare[i]
-					}
-					x := lc * (cost.PerShard + cost.Home*share)
-					l := &loads[bi][i]
-					if level == "replica" {
-						l.rep.add(load(x))
-					} else {
-						l.master.add(load(x))
-					}
-					l.readFan += lc * cost.PerShard
-					l.rhome += lc * cost.Home * share
-					ol.add(load(x))
-				}
-			}
+			pr.readCommands(o, cost, calls, &ol)
 		}
-		p.Ops = append(p.Ops, ol)
+		pr.p.Ops = append(pr.p.Ops, ol)
 	}
 	// Every gateway re-reads the period state once a second while events
 	// flow (one HGETALL).
-	if events > 0 {
+	if pr.events > 0 {
 		g := float64(sc.Gateways)
-		period.add(Load{Commands: g, ServerCommands: g})
+		pr.period.add(Load{Commands: g, ServerCommands: g})
 	}
+	return nil
+}
 
-	// Slots and masters.
+// writeCommands adds an event or batch operation: its scripts on every
+// board shard its events reach, and its commands on the period keys.
+func (pr *projection) writeCommands(o workload.OpSpec, cost OpCost, calls float64, ol *OpLoad) {
+	load := cost.load // commands → Load
+	n := 1.0
+	if o.Op == workload.OpBatch {
+		n = float64(o.Batch)
+	}
+	ev := calls * n
+	pr.events += ev
+	ol.Consistency, ol.Loads = "primary", calls
+	for bi := range pr.w.Boards {
+		b := &pr.w.Boards[bi]
+		for i := range pr.loads[bi] {
+			x := ev * b.EventShare[i] * cost.PerBoard
+			l := &pr.loads[bi][i]
+			l.write += x
+			l.master.add(load(x))
+			ol.add(load(x))
+		}
+		pr.hot[bi] += ev * b.HotMemberEventShare * cost.PerBoard
+	}
+	// Period commands are plain INCRBYs: one server command each.
+	pc := Load{Commands: calls * cost.Period, ServerCommands: calls * cost.Period}
+	pr.period.add(pc)
+	ol.add(pc)
+}
+
+// readCommands adds a read operation: the loads that reach Redis (past the
+// cache, at its consistency) on the shards of the boards it reads.
+func (pr *projection) readCommands(o workload.OpSpec, cost OpCost, calls float64, ol *OpLoad) {
+	load := cost.load // commands → Load
+	f, sc := pr.f, pr.sc
+	pr.reads += calls
+	level := servedAt(o, f, pr.in.ReplicaReads)
+	ol.Consistency = level
+	member := o.Op == workload.OpMember || o.Op == workload.OpAround || o.Op == workload.OpLookup
+	q := pr.w.ReadBoards(o.Board, member)
+	for bi, qb := range q {
+		if qb == 0 {
+			continue
+		}
+		b := &pr.w.Boards[bi]
+		c := calls * qb
+		lc := c
+		switch {
+		case level == "cached" && o.Op == workload.OpPage:
+			first := c / float64(o.Depth)
+			lc = CacheLoads(first, f.CacheTTL, sc.Gateways) + (c - first)
+		case level == "cached":
+			lc = CacheLoads(c, f.CacheTTL, sc.Gateways)
+		}
+		ol.Loads += lc
+		for i := range pr.loads[bi] {
+			share := 1 / float64(b.Shards)
+			if member {
+				share = b.MemberReadShare[i]
+			}
+			x := lc * (cost.PerShard + cost.Home*share)
+			l := &pr.loads[bi][i]
+			if level == "replica" {
+				l.rep.add(load(x))
+			} else {
+				l.master.add(load(x))
+			}
+			l.readFan += lc * cost.PerShard
+			l.rhome += lc * cost.Home * share
+			ol.add(load(x))
+		}
+	}
+}
+
+// slotsAndMasters is the third phase: the shards' memory and commands added
+// up per slot, per master and per board, the boards' advice, the hottest and
+// biggest slots, and the warnings.
+func (pr *projection) slotsAndMasters() {
+	sc, p := pr.sc, pr.p
 	slots := map[int]*SlotLoad{}
 	slotOf := func(s int) *SlotLoad {
 		sl := slots[s]
 		if sl == nil {
-			sl = &SlotLoad{Slot: s, Master: pl.Master(s)}
+			sl = &SlotLoad{Slot: s, Master: pr.pl.Master(s)}
 			slots[s] = sl
 		}
 		return sl
 	}
-	names, slotCount := pl.Masters()
+	names, slotCount := pr.pl.Masters()
 	masters := map[string]*Master{}
 	for _, m := range names {
 		masters[m] = &Master{Master: m, Slots: slotCount[m]}
@@ -349,62 +415,19 @@ func Project(in Input) (*Plan, error) {
 		}
 		return m
 	}
-	periods := float64(p.Periods)
 	limitOps := sc.ShardOpsLimit()
-	for bi := range w.Boards {
-		b := &w.Boards[bi]
-		bp := BoardPlan{Board: b.Dimension(), Shards: b.Shards, Members: b.Members}
-		onMaster := map[string]int{}
-		var fan, rhome float64
-		for i := range loads[bi] {
-			l := &loads[bi][i]
-			sl := slotOf(l.slot)
-			sl.add(l.master)
-			sl.Replicas.add(l.rep)
-			sl.Bytes += l.bytes * periods
-			sl.Tags = append(sl.Tags, l.tag)
-			m := masterOf(l.node)
-			m.Shards++
-			m.Members += l.members
-			m.Bytes += l.bytes * periods
-			m.add(l.master)
-			m.Replicas.add(l.rep)
-			onMaster[l.node]++
-			bp.MaxShardMembers = max(bp.MaxShardMembers, l.members)
-			bp.Bytes += l.bytes * periods
-			bp.DedupeBytes += l.dedupe * periods
-			bp.add(l.master)
-			bp.Replicas.add(l.rep)
-			bp.WriteOps += l.write
-			bp.ReadOps += l.master.Commands + l.rep.Commands - l.write
-			bp.MaxShardOps = max(bp.MaxShardOps, l.master.Commands+l.rep.Commands)
-			fan = max(fan, l.readFan)
-			rhome += l.rhome
-		}
-		bp.FanoutFloor = fan
-		bp.Masters = len(onMaster)
-		recommend(&bp, b.Members, bp.WriteOps, hot[bi], fan, rhome, sc.MaxMembersPerShard, limitOps)
-		if warn := pileUp(bp.Board, onMaster, b.Shards, len(names)); warn != "" && bp.Commands+bp.Replicas.Commands > 0 {
-			p.Warnings = append(p.Warnings, warn)
-		}
-		p.Boards = append(p.Boards, bp)
-		p.Totals.Boards++
-		p.Totals.Shards += b.Shards
-		p.Totals.Members += b.Members
-		p.Totals.Bytes += bp.Bytes
-		p.Totals.Dedupe += bp.DedupeBytes
-		p.Totals.Masters.add(bp.Load)
-		p.Totals.Replicas.add(bp.Replicas)
+	for bi := range pr.w.Boards {
+		pr.board(bi, slotOf, masterOf, len(names), limitOps)
 	}
-	if period.Commands > 0 {
-		pk := layout.Period(f.Name, in.PeriodID)
+	if pr.period.Commands > 0 {
+		pk := pr.layout.Period(pr.f.Name, pr.in.PeriodID)
 		sl := slotOf(shard.Slot(pk.Seq))
-		sl.add(period)
-		sl.Tags = append(sl.Tags, f.Name+":"+in.PeriodID)
-		masterOf(sl.Master).add(period)
-		p.Totals.Masters.add(period)
+		sl.add(pr.period)
+		sl.Tags = append(sl.Tags, pr.f.Name+":"+pr.in.PeriodID)
+		masterOf(sl.Master).add(pr.period)
+		p.Totals.Masters.add(pr.period)
 	}
-	p.Totals.Requests, p.Totals.Events, p.Totals.Reads = sc.Rate, events, reads
+	p.Totals.Requests, p.Totals.Events, p.Totals.Reads = sc.Rate, pr.events, pr.reads
 
 	for _, m := range masters {
 		if sc.MaxMemoryPerMaster > 0 {
@@ -414,6 +437,64 @@ func Project(in Input) (*Plan, error) {
 		p.Masters = append(p.Masters, *m)
 	}
 	sort.Slice(p.Masters, func(i, j int) bool { return p.Masters[i].Master < p.Masters[j].Master })
+	pr.rankSlots(slots)
+	p.warn(limitOps, pr.period.Commands, pr.f.Period == config.PeriodAll && pr.dedupe)
+}
+
+// board adds board bi's shards to their slots and masters, and the board's
+// plan (with its advice and pile-up warning) to the plan.
+func (pr *projection) board(bi int, slotOf func(int) *SlotLoad, masterOf func(string) *Master, masters int, limitOps float64) {
+	p, b := pr.p, &pr.w.Boards[bi]
+	periods := float64(p.Periods)
+	bp := BoardPlan{Board: b.Dimension(), Shards: b.Shards, Members: b.Members}
+	onMaster := map[string]int{}
+	var fan, rhome float64
+	for i := range pr.loads[bi] {
+		l := &pr.loads[bi][i]
+		sl := slotOf(l.slot)
+		sl.add(l.master)
+		sl.Replicas.add(l.rep)
+		sl.Bytes += l.bytes * periods
+		sl.Tags = append(sl.Tags, l.tag)
+		m := masterOf(l.node)
+		m.Shards++
+		m.Members += l.members
+		m.Bytes += l.bytes * periods
+		m.add(l.master)
+		m.Replicas.add(l.rep)
+		onMaster[l.node]++
+		bp.MaxShardMembers = max(bp.MaxShardMembers, l.members)
+		bp.Bytes += l.bytes * periods
+		bp.DedupeBytes += l.dedupe * periods
+		bp.add(l.master)
+		bp.Replicas.add(l.rep)
+		bp.WriteOps += l.write
+		bp.ReadOps += l.master.Commands + l.rep.Commands - l.write
+		bp.MaxShardOps = max(bp.MaxShardOps, l.master.Commands+l.rep.Commands)
+		fan = max(fan, l.readFan)
+		rhome += l.rhome
+	}
+	bp.FanoutFloor = fan
+	bp.Masters = len(onMaster)
+	recommend(&bp, b.Members, bp.WriteOps, pr.hot[bi], fan, rhome, pr.sc.MaxMembersPerShard, limitOps)
+	if warn := pileUp(bp.Board, onMaster, b.Shards, masters); warn != "" && bp.Commands+bp.Replicas.Commands > 0 {
+		p.Warnings = append(p.Warnings, warn)
+	}
+	p.Boards = append(p.Boards, bp)
+	p.Totals.Boards++
+	p.Totals.Shards += b.Shards
+	p.Totals.Members += b.Members
+	p.Totals.Bytes += bp.Bytes
+	p.Totals.Dedupe += bp.DedupeBytes
+	p.Totals.Masters.add(bp.Load)
+	p.Totals.Replicas.add(bp.Replicas)
+}
+
+// rankSlots keeps the five busiest and five biggest slots and warns when
+// executing one slot's commands takes more of its master's thread than
+// max_shard_ops_fraction.
+func (pr *projection) rankSlots(slots map[int]*SlotLoad) {
+	sc, p := pr.sc, pr.p
 	all := make([]SlotLoad, 0, len(slots))
 	for _, sl := range slots {
 		all = append(all, *sl)
@@ -443,8 +524,6 @@ func Project(in Input) (*Plan, error) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("slot %d (%s): executing its commands takes %.0f%% of its master's thread, above max_shard_ops_fraction (%.0f%%); "+
 			"scripts cost more than their command count says", busiestExec.Slot, strings.Join(busiestExec.Tags, " "), 100*busiestExec.Exec, 100*sc.MaxShardOpsFraction))
 	}
-	p.warn(limitOps, period.Commands, f.Period == config.PeriodAll && dedupe)
-	return p, nil
 }
 
 func hasWrites(ops []workload.OpSpec) bool {

@@ -1,4 +1,4 @@
-package plan
+package calibrate
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/plan"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/testcluster"
 	"github.com/rankgate/rankgate/internal/workload"
@@ -27,7 +28,10 @@ func calibrationEnv(t *testing.T) (redis.UniversalClient, *config.Config) {
 	t.Cleanup(func() { _ = c.Close() })
 	cfg := config.Default()
 	cfg.Redis.Addrs = addrs
-	f := testFamily(config.TieFirst, map[string]int{workload.BoardNational: 4, workload.BoardProvince: 1, workload.BoardClass: 1})
+	f := &config.Family{Name: "learning", Source: config.SourceEvents, Aggregate: config.AggregateSum, Order: config.OrderDesc,
+		Period: config.PeriodWeek, Location: time.UTC, Tie: config.TieFirst, Rank: config.RankCompetition, CacheTTL: time.Second,
+		Retention: 1080 * time.Hour, Dimensions: map[string]config.Dimension{
+			workload.BoardNational: {Shards: 4}, workload.BoardProvince: {Shards: 1}, workload.BoardClass: {Shards: 1}}}
 	f.MaxPoints, f.SeqCapacity, f.RulesVersion, f.WeekStart = config.DefaultTieFirstMaxPoints, config.DefaultSeqCapacity, "t", time.Monday
 	f.Grace = 5 * time.Minute
 	f.DimensionTypes = []string{workload.BoardClass, workload.BoardProvince}
@@ -56,13 +60,13 @@ func keysUnder(t *testing.T, c redis.UniversalClient, prefix string) int {
 
 func TestCalibrateOnTheCluster(t *testing.T) {
 	c, cfg := calibrationEnv(t)
-	sc := DefaultScenario()
+	sc := plan.DefaultScenario()
 	sc.Ops = append(sc.Ops, workload.OpSpec{Op: workload.OpLookup, Weight: 1, Users: 5, Name: "lookup5"})
-	sc.fillDefaults()
+	workload.FillDefaults(sc.Ops)
 	prefix := testcluster.Prefix(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cal, err := Calibrate(ctx, CalibrateOptions{Config: cfg, Client: c, Scenario: &sc, Calls: 20, Prefix: prefix})
+	cal, err := Run(ctx, Options{Config: cfg, Client: c, Scenario: &sc, Calls: 20, Prefix: prefix})
 	if err != nil {
 		t.Fatalf("calibrate: %v", err)
 	}
@@ -152,11 +156,11 @@ func TestCalibrateOnTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := Placement{Source: "live"}
+	pl := plan.Placement{Source: "live"}
 	for _, r := range ranges {
-		pl.Ranges = append(pl.Ranges, SlotRange{Start: r.Start, End: r.End, Master: r.Master})
+		pl.Ranges = append(pl.Ranges, plan.SlotRange{Start: r.Start, End: r.End, Master: r.Master})
 	}
-	p, err := Project(Input{Scenario: sc, Family: cfg.Families["learning"], PeriodID: "2026-W34", Calibration: cal, Placement: pl})
+	p, err := plan.Project(plan.Input{Scenario: sc, Family: cfg.Families["learning"], PeriodID: "2026-W34", Calibration: cal, Placement: pl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,11 +174,11 @@ func TestCalibrateOnTheCluster(t *testing.T) {
 func TestCalibrateCleansUpOnError(t *testing.T) {
 	c, cfg := calibrationEnv(t)
 	cfg.Limits.MaxLookup = 10
-	sc := DefaultScenario() // lookups of 20 users
+	sc := plan.DefaultScenario() // lookups of 20 users
 	prefix := testcluster.Prefix(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	_, err := Calibrate(ctx, CalibrateOptions{Config: cfg, Client: c, Scenario: &sc, Sample: 500, Calls: 5, Prefix: prefix})
+	_, err := Run(ctx, Options{Config: cfg, Client: c, Scenario: &sc, Sample: 500, Calls: 5, Prefix: prefix})
 	if err == nil || !strings.Contains(err.Error(), "lookup") {
 		t.Fatalf("calibrate: %v, want the lookup refused", err)
 	}
@@ -185,9 +189,9 @@ func TestCalibrateCleansUpOnError(t *testing.T) {
 
 func TestCalibrateRefusesASampleWithinTheListpackLimit(t *testing.T) {
 	c, cfg := calibrationEnv(t)
-	sc := DefaultScenario()
+	sc := plan.DefaultScenario()
 	prefix := testcluster.Prefix(t)
-	_, err := Calibrate(context.Background(), CalibrateOptions{Config: cfg, Client: c, Scenario: &sc, Sample: 50, Prefix: prefix})
+	_, err := Run(context.Background(), Options{Config: cfg, Client: c, Scenario: &sc, Sample: 50, Prefix: prefix})
 	if err == nil || !strings.Contains(err.Error(), "listpack") {
 		t.Errorf("calibrate with -sample 50: %v", err)
 	}

@@ -10,7 +10,8 @@ import (
 
 // Calibration is what the planner measured on a live cluster: bytes per
 // member and per dedupe entry, and Redis commands per API call. It is plain
-// data; Calibrate fills it, tests write it by hand.
+// data; calibrate.Run (package internal/plan/calibrate) fills it, tests
+// write it by hand.
 type Calibration struct {
 	Cluster     string `json:"cluster"`       // seeds it was measured on
 	RedisServer string `json:"redis_version"` // of the first master
@@ -147,7 +148,7 @@ func (c *Calibration) samples(tie string) (small, large MemorySample, err error)
 }
 
 // OpCost is the Redis commands one API call costs, measured with a
-// counting decorator around the gateway's Backend (see Calibrate).
+// counting decorator around the gateway's Backend (see calibrate.Run).
 //
 // Writes: PerBoard commands on the member's own shard of every board an
 // event touches (one apply script), per event. Reads on a board of S

@@ -1,4 +1,15 @@
-package plan
+// Package calibrate measures, on a live Redis Cluster, the numbers the
+// capacity model (package plan) needs: bytes per member and per dedupe entry
+// of sample boards, and Redis commands per API call, counted by a decorator
+// around gateway.Backend (counting_backend.go) while the real
+// gateway.Service runs each operation, plus INFO commandstats deltas for the
+// commands inside scripts. Run writes under a private key prefix and removes
+// every key it wrote.
+//
+// It owns the measuring only: the model stays in package plan, which must
+// never import this one. It may import go-redis, internal/store and
+// internal/gateway (it drives the real service), never net/http.
+package calibrate
 
 import (
 	"context"
@@ -7,8 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,20 +33,21 @@ import (
 
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/plan"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/workload"
 )
 
-// CalibrateOptions configure a calibration run.
-type CalibrateOptions struct {
+// Options configure a calibration run.
+type Options struct {
 	// Config is the gateway config: Redis settings, limits and the
 	// scenario's family (its tie, rank and aggregate rules are copied).
 	Config *config.Config
 	// Client is a masters' client (store.NewClient) on the cluster to
 	// measure. Calibrate loads the scripts on every node.
 	Client   redis.UniversalClient
-	Scenario *Scenario
+	Scenario *plan.Scenario
 	// Sample is the member count of the large sample boards (default 5000;
 	// it must be above zset-max-listpack-entries). The small ones hold 100
 	// (or ¾ of the listpack limit when that is lower).
@@ -49,7 +63,7 @@ type CalibrateOptions struct {
 // Calibrate measures bytes and commands on the live cluster through the
 // real gateway.Service over a store.Store, under a private key prefix, and
 // UNLINKs every key it wrote at the end, also when it fails.
-func Calibrate(ctx context.Context, o CalibrateOptions) (cal Calibration, err error) {
+func Run(ctx context.Context, o Options) (cal plan.Calibration, err error) {
 	if o.Config == nil || o.Client == nil || o.Scenario == nil {
 		return cal, errors.New("calibrate: config, client and scenario are required")
 	}
@@ -129,7 +143,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (cal Calibration, err er
 
 // run is one calibration.
 type run struct {
-	o   CalibrateOptions
+	o   Options
 	c   redis.UniversalClient
 	cb  *countingBackend
 	svc *gateway.Service
@@ -176,7 +190,7 @@ func (r *run) service(small int) error {
 	ops.Dimensions = map[string]config.Dimension{config.DimNational: {Shards: r.big}, workload.BoardProvince: {Shards: 1}, workload.BoardClass: {Shards: 1}}
 	ops.DimensionTypes = []string{workload.BoardClass, workload.BoardProvince}
 	cfg.Families[opsFamily] = &ops
-	cfg.FamilyNames = sortedKeys(cfg.Families)
+	cfg.FamilyNames = slices.Sorted(maps.Keys(cfg.Families))
 	if cfg.Limits.MaxBatch < 1 {
 		cfg.Limits.MaxBatch = 1000
 	}
@@ -248,10 +262,10 @@ func (r *run) keys(family string) shard.Keys {
 // memoryBoard writes one sample board: size members, 1 event each, then 2
 // more each, measuring the dedupe hash after the first round and every key
 // after the last; then a bare ZADD copy of member → points beside it.
-func (r *run) memoryBoard(ctx context.Context, tie string, size int) (MemorySample, error) {
+func (r *run) memoryBoard(ctx context.Context, tie string, size int) (plan.MemorySample, error) {
 	name := memName(tie, size)
 	k := r.keys(name)
-	m := MemorySample{Tie: tie, Members: size, EventsPerMember: 3}
+	m := plan.MemorySample{Tie: tie, Members: size, EventsPerMember: 3}
 	r.log.Info("calibrating memory", "family", name, "members", size)
 	for round := range 3 {
 		evs := make([]gateway.Event, size)
@@ -405,7 +419,7 @@ func (r *run) lookups(ctx context.Context, key, prefix string, members int, hash
 
 // ops measures commands per call of every operation, reads at 1 shard (a
 // province board) and at r.big shards (national).
-func (r *run) ops(ctx context.Context) (map[string]OpCost, [2]int, error) {
+func (r *run) ops(ctx context.Context) (map[string]plan.OpCost, [2]int, error) {
 	shards := [2]int{1, r.big}
 	n := r.o.Sample
 	r.log.Info("calibrating commands per call", "family", opsFamily, "members", n, "national_shards", r.big)
@@ -436,10 +450,10 @@ func (r *run) ops(ctx context.Context) (map[string]OpCost, [2]int, error) {
 		return national
 	}
 	primary := gateway.ReadOptions{Consistency: gateway.ConsistencyPrimary}
-	out := map[string]OpCost{}
-	for _, spec := range OpsToCalibrate(r.o.Scenario) {
-		key := OpKey(spec)
-		cost := OpCost{Kind: spec.Op}
+	out := map[string]plan.OpCost{}
+	for _, spec := range plan.OpsToCalibrate(r.o.Scenario) {
+		key := plan.OpKey(spec)
+		cost := plan.OpCost{Kind: spec.Op}
 		switch spec.Op {
 		case workload.OpEvent, workload.OpBatch:
 			size := 1
@@ -518,37 +532,37 @@ func (r *run) ops(ctx context.Context) (map[string]OpCost, [2]int, error) {
 
 // measure runs call once to warm the gateway's period caches, then calls
 // times, and returns the averages per call.
-func (r *run) measure(ctx context.Context, calls int, call func(context.Context) error) (OpMeasure, error) {
+func (r *run) measure(ctx context.Context, calls int, call func(context.Context) error) (plan.OpMeasure, error) {
 	if err := call(ctx); err != nil {
-		return OpMeasure{}, err
+		return plan.OpMeasure{}, err
 	}
 	before, err := gatherOps(r.reg)
 	if err != nil {
-		return OpMeasure{}, err
+		return plan.OpMeasure{}, err
 	}
 	srvBefore, err := serverCommands(ctx, r.c)
 	if err != nil {
-		return OpMeasure{}, err
+		return plan.OpMeasure{}, err
 	}
 	r.cb.start()
 	for range calls {
 		if err := call(ctx); err != nil {
 			r.cb.stop()
-			return OpMeasure{}, err
+			return plan.OpMeasure{}, err
 		}
 	}
 	c := r.cb.stop()
 	srvAfter, err := serverCommands(ctx, r.c)
 	if err != nil {
-		return OpMeasure{}, err
+		return plan.OpMeasure{}, err
 	}
 	after, err := gatherOps(r.reg)
 	if err != nil {
-		return OpMeasure{}, err
+		return plan.OpMeasure{}, err
 	}
 	n := float64(calls)
 	srvCalls, srvUsec := srvAfter.delta(srvBefore, map[string]int{"zcount": c.zcount, "zcard": c.zcard})
-	m := OpMeasure{Calls: calls, ShardCommands: float64(c.shard) / n, Period: float64(c.period) / n, RoundTrips: float64(c.calls) / n,
+	m := plan.OpMeasure{Calls: calls, ShardCommands: float64(c.shard) / n, Period: float64(c.period) / n, RoundTrips: float64(c.calls) / n,
 		ServerCommands: srvCalls / n, ServerUsec: srvUsec / n}
 	if fo := after.fanouts - before.fanouts; fo > 0 {
 		m.Fanouts = fo / n
