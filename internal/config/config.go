@@ -17,7 +17,9 @@ package config
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/rankgate/rankgate/internal/period"
 	"net"
 	"os"
 	"slices"
@@ -42,10 +44,13 @@ const (
 	OrderDesc = "desc"
 	OrderAsc  = "asc"
 
-	PeriodDay   = "day"
-	PeriodWeek  = "week"
-	PeriodMonth = "month"
-	PeriodAll   = "all"
+	PeriodDay     = "day"
+	PeriodWeek    = "week"
+	PeriodMonth   = "month"
+	PeriodAll     = "all"
+	PeriodHour    = "hour"
+	PeriodSeasons = "seasons"
+	PeriodCron    = "cron"
 
 	TieMember = "member"
 	TieFirst  = "first"
@@ -188,15 +193,19 @@ type Family struct {
 	DerivedFrom *Derivation
 	Aggregate   string // sum | max | min for events families; empty for projection families
 	Order       string // desc | asc
-	Period      string // day | week | month | all
-	Location    *time.Location
-	WeekStart   time.Weekday
-	Grace       time.Duration // late-event window after the period ends
-	Retention   time.Duration // key TTL after archive
-	CacheTTL    time.Duration // 0: no cache
-	Tie         string        // member | first
-	Rank        string        // ordinal | competition
-	MaxPoints   int64         // |points| bound
+	Period      string // hour | day | week | month | all | seasons | cron
+	// Seasons are the explicit windows of period: seasons, in order, not
+	// overlapping; Reset is the 5-field cron expression of period: cron.
+	Seasons   []period.Season
+	Reset     string
+	Location  *time.Location
+	WeekStart time.Weekday
+	Grace     time.Duration // late-event window after the period ends
+	Retention time.Duration // key TTL after archive
+	CacheTTL  time.Duration // 0: no cache
+	Tie       string        // member | first
+	Rank      string        // ordinal | competition
+	MaxPoints int64         // |points| bound
 	// SeqCapacity is B, the achievements per period under tie "first";
 	// 0 under tie "member".
 	SeqCapacity  int64

@@ -2,8 +2,10 @@ package config
 
 import (
 	"bytes"
+
 	"errors"
 	"fmt"
+	"github.com/rankgate/rankgate/internal/period"
 	"io"
 	"math"
 	"slices"
@@ -158,6 +160,8 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 		"aggregate":     d.str(&f.Aggregate),
 		"order":         d.str(&f.Order),
 		"period":        d.str(&f.Period),
+		"seasons":       d.seasons(&f.Seasons),
+		"reset":         d.str(&f.Reset),
 		"timezone":      d.location(&f.Location),
 		"week_start":    d.weekday(&f.WeekStart),
 		"grace":         d.duration(&f.Grace),
@@ -190,6 +194,43 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 		f.MaxPoints = MaxPointsLimit
 	}
 	return f
+}
+
+// seasons decodes [{id, starts, ends}], times in RFC 3339 with an offset.
+func (d *decoder) seasons(dst *[]period.Season) field {
+	return func(n *yaml.Node, key string) {
+		items, ok := d.seq(n, key)
+		if !ok {
+			return
+		}
+		out := make([]period.Season, 0, len(items))
+		for i, it := range items {
+			var s period.Season
+			p := fmt.Sprintf("%s[%d]", key, i)
+			d.fields(it, p, map[string]field{
+				"id":     d.str(&s.ID),
+				"starts": d.instant(&s.Start),
+				"ends":   d.instant(&s.End),
+			})
+			out = append(out, s)
+		}
+		*dst = out
+	}
+}
+
+// instant decodes an RFC 3339 time with an explicit offset ("Z" or ±hh:mm).
+func (d *decoder) instant(dst *time.Time) field {
+	return func(n *yaml.Node, key string) {
+		if n = d.scalar(n, key, "an RFC 3339 time"); n == nil {
+			return
+		}
+		t, err := time.Parse(time.RFC3339, n.Value)
+		if err != nil {
+			d.fail(key, n, "invalid time %q: want RFC 3339 with an offset, such as 2026-12-01T00:00:00Z", n.Value)
+			return
+		}
+		*dst = t
+	}
 }
 
 func (d *decoder) location(dst **time.Location) field {

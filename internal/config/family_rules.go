@@ -36,7 +36,13 @@ func (f *Family) StoredMode() string {
 	return "sum"
 }
 
-// PeriodSpec names the family's periods.
+// PeriodSpec names the family's periods, compiled for the hot path (a cron
+// expression parsed once). A spec Validate rejected is returned uncompiled:
+// its own Validate reports the problem.
 func (f *Family) PeriodSpec() period.Spec {
-	return period.Spec{Kind: period.Kind(f.Period), Loc: f.Location, WeekStart: f.WeekStart}
+	s := period.Spec{Kind: period.Kind(f.Period), Loc: f.Location, WeekStart: f.WeekStart, Seasons: f.Seasons, Reset: f.Reset}
+	if c, err := s.Compile(); err == nil {
+		return c
+	}
+	return s
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rankgate/rankgate/internal/period"
 )
 
 var (
@@ -103,6 +105,10 @@ func (c *Config) Validate() error {
 	return errors.Join(v.errs...)
 }
 
+func sameSeason(a, b period.Season) bool {
+	return a.ID == b.ID && a.Start.Equal(b.Start) && a.End.Equal(b.End)
+}
+
 // maxDerivedWeight bounds one input's weight of a derived family.
 const maxDerivedWeight = 1000
 
@@ -147,7 +153,8 @@ func (c *Config) validateDerivation(v *validator, name string, f *Family) {
 			v.errorf(ip+".family", "%s has key_group %q, %s has %q: inputs must share the derived family's key_group so that each shard is combined in one slot",
 				in.Family, src.KeyGroup, name, f.KeyGroup)
 		}
-		if src.Period != f.Period || src.Location.String() != f.Location.String() || src.WeekStart != f.WeekStart {
+		if src.Period != f.Period || src.Location.String() != f.Location.String() || src.WeekStart != f.WeekStart ||
+			src.Reset != f.Reset || !slices.EqualFunc(src.Seasons, f.Seasons, sameSeason) {
 			v.errorf(ip+".family", "%s has other periods (period, timezone, week_start) than %s", in.Family, name)
 		}
 		if src.Order != f.Order {
@@ -328,10 +335,11 @@ func validateFamily(v *validator, name string, f *Family) {
 		v.oneOf(p+".aggregate", f.Aggregate, AggregateSum, AggregateMax, AggregateMin)
 	}
 	v.oneOf(p+".order", f.Order, OrderDesc, OrderAsc)
-	v.oneOf(p+".period", f.Period, PeriodDay, PeriodWeek, PeriodMonth, PeriodAll)
+	v.oneOf(p+".period", f.Period, PeriodHour, PeriodDay, PeriodWeek, PeriodMonth, PeriodAll, PeriodSeasons, PeriodCron)
 	if f.Location == nil {
 		v.errorf(p+".timezone", "is required")
 	}
+	validatePeriodShape(v, p, f)
 	if f.WeekStart < time.Sunday || f.WeekStart > time.Saturday {
 		v.errorf(p+".week_start", "%d is not a weekday", f.WeekStart)
 	}
@@ -351,6 +359,33 @@ func validateFamily(v *validator, name string, f *Family) {
 	}
 	validateScore(v, p, f)
 	validateDimensions(v, p, f)
+}
+
+// validatePeriodShape checks seasons (period: seasons) and reset (period:
+// cron), and that neither is set for another period kind.
+func validatePeriodShape(v *validator, p string, f *Family) {
+	switch f.Period {
+	case PeriodSeasons:
+		if err := period.CheckSeasons(f.Seasons); err != nil {
+			v.errorf(p+".seasons", "%v", err)
+		}
+	default:
+		if f.Seasons != nil {
+			v.errorf(p+".seasons", "only used with period: seasons")
+		}
+	}
+	switch f.Period {
+	case PeriodCron:
+		if f.Reset == "" {
+			v.errorf(p+".reset", "is required with period: cron (a 5-field cron expression such as \"0 4 * * 1\")")
+		} else if err := period.ParseCron(f.Reset, f.Location); err != nil {
+			v.errorf(p+".reset", "%v", err)
+		}
+	default:
+		if f.Reset != "" {
+			v.errorf(p+".reset", "only used with period: cron")
+		}
+	}
 }
 
 // validateScore checks the score bound: under tie "first" every score

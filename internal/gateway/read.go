@@ -636,14 +636,22 @@ func (s *Service) Period(ctx context.Context, familyName string, at time.Time) (
 		at = now
 	}
 	p := f.spec.At(at)
-	info := PeriodInfo{Family: f.cfg.Name, Period: p.ID, State: "open"}
+	info := PeriodInfo{Family: f.cfg.Name, Kind: f.cfg.Period, Period: p.ID, State: "open"}
 	if !p.End.IsZero() {
-		st, en := p.Start, p.End
-		info.Starts, info.Ends = &st, &en
+		st, en, wu := p.Start, p.End, p.End.Add(f.cfg.Grace)
+		info.Starts, info.Ends, info.WritesUntil = &st, &en, &wu
+		if next := f.spec.Next(p); next.ID != "" && !next.Start.IsZero() {
+			ns := next.Start
+			info.NextPeriod, info.NextReset = next.ID, &ns
+		}
 	}
-	if f.closedAt(p, now) {
+	switch {
+	case f.closedAt(p, now):
 		info.State = "closed"
+	case now.Before(p.Start):
+		info.State = "upcoming"
 	}
+	info.BetweenSeasons = !p.Contains(at) && !at.Before(p.End)
 	ps, err := s.be.Period(ctx, s.layout.Period(f.cfg.Name, p.ID))
 	if err != nil {
 		return PeriodInfo{}, rank.Unavailable(err, "reading period %s", p.ID)

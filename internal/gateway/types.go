@@ -145,13 +145,28 @@ type ProjectionResult struct {
 	Board          string `json:"board"`
 }
 
-// PeriodInfo answers GET /v1/families/{f}/period.
+// PeriodInfo answers GET /v1/families/{f}/period: the period at an instant
+// (the current one by default) and when the next one begins.
 type PeriodInfo struct {
 	Family string     `json:"family"`
+	Kind   string     `json:"kind"`
 	Period string     `json:"period"`
 	Starts *time.Time `json:"starts,omitempty"`
 	Ends   *time.Time `json:"ends,omitempty"`
-	State  string     `json:"state"`
+	// WritesUntil is the end plus the family's grace: events for the
+	// period are accepted until then (unless it is frozen earlier).
+	WritesUntil *time.Time `json:"writes_until,omitempty"`
+	// State: open, closed (past writes_until), frozen, settled, archived;
+	// upcoming for a season that has not started.
+	State string `json:"state"`
+	// BetweenSeasons: no season is open at the instant; Period is the
+	// season before it.
+	BetweenSeasons bool `json:"between_seasons,omitempty"`
+	// NextPeriod and NextReset: the period that follows and the instant it
+	// starts (when "current" moves on). Absent for all and after the last
+	// season.
+	NextPeriod string     `json:"next_period,omitempty"`
+	NextReset  *time.Time `json:"next_reset,omitempty"`
 }
 
 // BatchItem is the outcome of one event of a batch: exactly one of Result and

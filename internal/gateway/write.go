@@ -263,6 +263,13 @@ func (s *Service) planEvent(ev Event, now timeT) plan {
 		return fail(err)
 	}
 	p.boards = boards
+	if !p.period.Contains(at) {
+		// Only seasons leave gaps: no season is open at `at`. The event is
+		// kept for review under the season before it (or the first one).
+		p.late = "between_seasons"
+		return fail(rank.Errorf(rank.CodePeriodClosed, "no season of %s is open at %s; the event is kept for review under season %s",
+			f.cfg.Name, at.UTC().Format(time.RFC3339), p.period.ID))
+	}
 	if f.closedAt(p.period, now) {
 		p.late = "past_grace"
 		return fail(rank.Errorf(rank.CodePeriodClosed, "period %s of %s closed at %s (end + grace); the event is kept for review",

@@ -8,6 +8,7 @@
 //	week   2026-W34    see below
 //	month  2026-08
 //	all    all         one period that never ends
+//	hour, seasons, cron: see shapes.go
 //
 // A week runs for 7 local days from its WeekStart day. It is labelled with
 // the ISO 8601 year and week number of its fourth day, so each week is
@@ -47,10 +48,10 @@ var ErrInvalidID = errors.New("invalid period id")
 // ParseKind parses "day", "week", "month" or "all".
 func ParseKind(s string) (Kind, error) {
 	switch k := Kind(s); k {
-	case Day, Week, Month, All:
+	case Day, Week, Month, All, Hour, Seasons, Cron:
 		return k, nil
 	}
-	return "", fmt.Errorf("unknown period kind %q (want day, week, month or all)", s)
+	return "", fmt.Errorf("unknown period kind %q (want hour, day, week, month, all, seasons or cron)", s)
 }
 
 // ParseWeekday parses an English weekday name, "monday" to "sunday", in any
@@ -65,11 +66,17 @@ func ParseWeekday(s string) (time.Weekday, error) {
 }
 
 // Spec defines a family's periods. A nil Loc means UTC. WeekStart is only
-// used by Week specs.
+// used by Week specs, Seasons by Seasons specs (sorted by Start, not
+// overlapping: see CheckSeasons) and Reset, a cron expression, by Cron specs
+// (see ParseCron; Compile parses it once).
 type Spec struct {
 	Kind      Kind
 	Loc       *time.Location
 	WeekStart time.Weekday
+	Seasons   []Season
+	Reset     string
+
+	cron *cronSched // set by Compile
 }
 
 // Period is the interval [Start, End) of one period, with Start and End in
@@ -97,6 +104,15 @@ func (s Spec) Validate() error {
 	if s.Kind == Week && (s.WeekStart < time.Sunday || s.WeekStart > time.Saturday) {
 		return fmt.Errorf("invalid week start %d", s.WeekStart)
 	}
+	switch s.Kind {
+	case Seasons:
+		return CheckSeasons(s.Seasons)
+	case Cron:
+		if s.cron != nil {
+			return nil
+		}
+		return ParseCron(s.Reset, s.loc())
+	}
 	return nil
 }
 
@@ -107,7 +123,7 @@ func (s Spec) loc() *time.Location {
 	return s.Loc
 }
 
-// At returns the period containing t.
+// At returns the period containing t; for Seasons, see shapes.go.
 func (s Spec) At(t time.Time) Period {
 	loc := s.loc()
 	y, m, d := t.In(loc).Date()
@@ -142,26 +158,16 @@ func (s Spec) At(t time.Time) Period {
 		}
 	case All:
 		return Period{ID: AllID}
+	case Hour:
+		return s.hourAt(t)
+	case Seasons:
+		if len(s.Seasons) > 0 {
+			return s.seasonPeriod(s.season(t))
+		}
+	case Cron:
+		return s.cronSched().at(t)
 	}
 	panic(fmt.Sprintf("period: At on invalid spec %+v", s))
-}
-
-// Next returns the period after p, which must be a period of s. The All
-// period is its own successor.
-func (s Spec) Next(p Period) Period {
-	if s.Kind == All {
-		return s.At(time.Time{})
-	}
-	return s.At(p.End)
-}
-
-// Prev returns the period before p, which must be a period of s. The All
-// period is its own predecessor.
-func (s Spec) Prev(p Period) Period {
-	if s.Kind == All {
-		return s.At(time.Time{})
-	}
-	return s.At(p.Start.Add(-time.Nanosecond))
 }
 
 // Parse returns the period of s named id. The id must be canonical: exactly
@@ -231,6 +237,34 @@ func (s Spec) Parse(id string) (Period, error) {
 			return Period{}, s.invalid(id, `want "all"`)
 		}
 		return Period{ID: AllID}, nil
+	case Hour:
+		var err error
+		if t, err = s.parseHour(id); err != nil {
+			return Period{}, err
+		}
+	case Cron:
+		t, err := s.parseCron(id)
+		if err != nil {
+			return Period{}, err
+		}
+		// A repeated local minute has two instants: try both.
+		for _, d := range []time.Duration{0, -30 * time.Minute, -time.Hour, -2 * time.Hour, 30 * time.Minute, time.Hour} {
+			c := t.Add(d)
+			if c.In(loc).Format(cronIDLayout) != id {
+				continue
+			}
+			if p := s.At(c); p.ID == id {
+				return p, nil
+			}
+		}
+		return Period{}, s.invalid(id, "no window of "+s.Reset+" starts at that local minute in "+loc.String())
+	case Seasons:
+		for i := range s.Seasons {
+			if s.Seasons[i].ID == id {
+				return s.seasonPeriod(i), nil
+			}
+		}
+		return Period{}, s.invalid(id, "no such season")
 	}
 	// Canonical means At names it; this also rejects a local day that
 	// does not exist in loc, which startOfDay maps to the next day.
