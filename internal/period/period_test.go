@@ -446,7 +446,7 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add(seed.id, seed.kind, seed.ws, seed.zone)
 	}
-	kinds := []Kind{Day, Week, Month, All}
+	kinds := []Kind{Day, Week, Month, All, Hour}
 	locs := make([]*time.Location, len(zones))
 	for i, z := range zones {
 		locs[i] = mustLoc(f, z)
