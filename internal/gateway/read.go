@@ -648,8 +648,8 @@ func (s *Service) Period(ctx context.Context, familyName string, at time.Time) (
 	switch {
 	case f.closedAt(p, now):
 		info.State = "closed"
-	case now.Before(p.Start):
-		info.State = "upcoming"
+	case !p.Contains(at) && at.Before(p.Start):
+		info.State = "upcoming" // before the first season
 	}
 	info.BetweenSeasons = !p.Contains(at) && !at.Before(p.End)
 	ps, err := s.be.Period(ctx, s.layout.Period(f.cfg.Name, p.ID))

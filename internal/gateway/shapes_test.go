@@ -36,9 +36,18 @@ const shapeFamilies = `  sprint:
 // period endpoint tells the window and the next reset of every shape.
 func TestPeriodShapes(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Date(2026, 12, 10, 12, 0, 0, 0, time.UTC)}
+	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	svc := newClusterServiceWith(t, shapeFamilies, func(o *Options, _ *store.Store) { o.Now = clk.Now })
 	ctx := context.Background()
+
+	// Before the first season: s1 is upcoming, and events are kept for review.
+	if info, err := svc.Period(ctx, "sprint", time.Time{}); err != nil || info.Period != "s1" || info.State != "upcoming" {
+		t.Fatalf("before the first season: %+v %v", info, err)
+	}
+	if _, err := svc.ApplyEvent(ctx, Event{EventID: "early", Family: "sprint", User: "u1", Delta: ptr(int64(3))}); rank.CodeOf(err) != rank.CodePeriodClosed {
+		t.Fatalf("event before the first season: %v, want period_closed", err)
+	}
+	clk.t = time.Date(2026, 12, 10, 12, 0, 0, 0, time.UTC)
 
 	res, err := svc.ApplyEvent(ctx, Event{EventID: "in-s1", Family: "sprint", User: "u1", Delta: ptr(int64(5))})
 	if err != nil || res.Period != "s1" {
@@ -53,9 +62,14 @@ func TestPeriodShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kept Event
-	if len(rv.Reviews) != 1 || rv.Reviews[0].Reason != "between_seasons" || json.Unmarshal(rv.Reviews[0].Event, &kept) != nil || kept.EventID != "gap" {
-		t.Fatalf("reviews of s1 = %+v", rv.Reviews)
+	if len(rv.Reviews) != 2 {
+		t.Fatalf("reviews of s1 = %+v, want early and gap", rv.Reviews)
+	}
+	for i, want := range []string{"early", "gap"} {
+		var kept Event
+		if rv.Reviews[i].Reason != "between_seasons" || json.Unmarshal(rv.Reviews[i].Event, &kept) != nil || kept.EventID != want {
+			t.Fatalf("review %d of s1 = %+v, want %s", i, rv.Reviews[i], want)
+		}
 	}
 	m, err := svc.Member(ctx, BoardRef{Family: "sprint", Period: "current", Dimension: "national"}, "u1", ReadOptions{Consistency: ConsistencyPrimary})
 	if err != nil || m.Points != 5 {
@@ -74,8 +88,9 @@ func TestPeriodShapes(t *testing.T) {
 	}{
 		{"in a season", "sprint", at("2026-12-14T23:59:00Z"), "s1", "closed", false, "s2", "2026-12-20T00:00:00Z"},
 		{"between seasons", "sprint", time.Time{}, "s1", "closed", true, "s2", "2026-12-20T00:00:00Z"},
-		{"next season not started", "sprint", at("2026-12-21T00:00:00Z"), "s2", "upcoming", false, "", ""},
-		{"cron window over the year end", "weekly_reset", at("2027-01-01T00:00:00Z"), "20261228T0400", "upcoming", false, "20270104T0400", "2027-01-04T03:00:00Z"},
+		{"next season, asked ahead", "sprint", at("2026-12-21T00:00:00Z"), "s2", "open", false, "", ""},
+		{"before the first season, s1 over", "sprint", at("2026-11-21T00:00:00Z"), "s1", "closed", false, "s2", "2026-12-20T00:00:00Z"},
+		{"cron window over the year end", "weekly_reset", at("2027-01-01T00:00:00Z"), "20261228T0400", "open", false, "20270104T0400", "2027-01-04T03:00:00Z"},
 		{"hour in shanghai", "hourly", at("2026-12-17T02:30:00Z"), "2026-12-17T10", "closed", false, "2026-12-17T11", "2026-12-17T03:00:00Z"},
 	}
 	for _, tc := range tests {

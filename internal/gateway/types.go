@@ -149,7 +149,7 @@ type ProjectionResult struct {
 // (the current one by default) and when the next one begins.
 type PeriodInfo struct {
 	Family string     `json:"family"`
-	Kind   string     `json:"kind"`
+	Kind   string     `json:"kind,omitempty"`
 	Period string     `json:"period"`
 	Starts *time.Time `json:"starts,omitempty"`
 	Ends   *time.Time `json:"ends,omitempty"`
@@ -157,7 +157,7 @@ type PeriodInfo struct {
 	// period are accepted until then (unless it is frozen earlier).
 	WritesUntil *time.Time `json:"writes_until,omitempty"`
 	// State: open, closed (past writes_until), frozen, settled, archived;
-	// upcoming for a season that has not started.
+	// upcoming before the first season.
 	State string `json:"state"`
 	// BetweenSeasons: no season is open at the instant; Period is the
 	// season before it.
