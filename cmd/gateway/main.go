@@ -261,6 +261,11 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		return err
 	}
 	go svc.RunProjector(ctx, 2*time.Second)
+	stopScheduler, err := startScheduler(ctx, svc, st, led, cfg, log, reg, nil)
+	if err != nil {
+		return err
+	}
+	defer stopScheduler()
 	stopMonitor, err := startMonitor(ctx, st.Primary(), cfg, log, reg)
 	if err != nil {
 		return err

@@ -210,11 +210,44 @@ type Family struct {
 	// 0 under tie "member".
 	SeqCapacity  int64
 	RulesVersion string
+	// Lifecycle runs freeze, settle and archive on schedule; nil: by hand.
+	Lifecycle *Lifecycle
 	// Dimensions by type; "national" is always present.
 	Dimensions map[string]Dimension
 	// DimensionTypes lists the non-national dimension types, sorted.
 	DimensionTypes []string
 }
+
+// Lifecycle is a family's automatic period steps. Times follow the period's
+// bounds: the freeze at end + grace, the settlement Settle.After later, the
+// archive Archive.After after the settlement (after the freeze when nothing
+// settles: Redis-only mode, or no Settle).
+type Lifecycle struct {
+	// Freeze is "auto" (the scheduler freezes at end + grace) or "manual"
+	// (an operator freezes; settle and archive still follow on schedule).
+	Freeze  string
+	Settle  *LifecycleStep // nil: settle by hand
+	Archive *LifecycleStep // nil: archive by hand
+}
+
+// LifecycleStep is one scheduled step after the previous one.
+type LifecycleStep struct {
+	After time.Duration
+	Top   int // settle only: standings saved per board
+}
+
+// Lifecycle freeze modes.
+const (
+	FreezeAuto   = "auto"
+	FreezeManual = "manual"
+)
+
+// Lifecycle defaults.
+const (
+	DefaultSettleAfter  = 10 * time.Minute
+	DefaultSettleTop    = 100
+	DefaultArchiveAfter = 24 * time.Hour
+)
 
 // Dimension is one business cut of a family.
 type Dimension struct {

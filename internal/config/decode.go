@@ -175,6 +175,7 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 		"dimensions":    d.dimensions(&f.Dimensions),
 		"key_group":     d.str(&f.KeyGroup),
 		"derived_from":  d.derivation(&f.DerivedFrom),
+		"lifecycle":     d.lifecycle(&f.Lifecycle),
 	})
 	// Defaults that depend on other keys.
 	if f.KeyGroup == "" {
@@ -230,6 +231,28 @@ func (d *decoder) instant(dst *time.Time) field {
 			return
 		}
 		*dst = t
+	}
+}
+
+// lifecycle decodes {freeze, settle: {after, top}, archive: {after}}; a
+// step present (even empty, {}) is scheduled with its defaults.
+func (d *decoder) lifecycle(dst **Lifecycle) field {
+	return func(n *yaml.Node, key string) {
+		lc := &Lifecycle{Freeze: FreezeAuto}
+		d.fields(n, key, map[string]field{
+			"freeze": d.str(&lc.Freeze),
+			"settle": func(n *yaml.Node, key string) {
+				st := &LifecycleStep{After: DefaultSettleAfter, Top: DefaultSettleTop}
+				d.fields(n, key, map[string]field{"after": d.duration(&st.After), "top": intField(d, &st.Top)})
+				lc.Settle = st
+			},
+			"archive": func(n *yaml.Node, key string) {
+				st := &LifecycleStep{After: DefaultArchiveAfter}
+				d.fields(n, key, map[string]field{"after": d.duration(&st.After)})
+				lc.Archive = st
+			},
+		})
+		*dst = lc
 	}
 }
 

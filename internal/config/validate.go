@@ -340,6 +340,7 @@ func validateFamily(v *validator, name string, f *Family) {
 		v.errorf(p+".timezone", "is required")
 	}
 	validatePeriodShape(v, p, f)
+	validateLifecycle(v, p, f)
 	if f.WeekStart < time.Sunday || f.WeekStart > time.Saturday {
 		v.errorf(p+".week_start", "%d is not a weekday", f.WeekStart)
 	}
@@ -385,6 +386,32 @@ func validatePeriodShape(v *validator, p string, f *Family) {
 		if f.Reset != "" {
 			v.errorf(p+".reset", "only used with period: cron")
 		}
+	}
+}
+
+// maxStepAfter bounds a lifecycle step's delay.
+const maxStepAfter = 366 * 24 * time.Hour
+
+func validateLifecycle(v *validator, p string, f *Family) {
+	lc := f.Lifecycle
+	if lc == nil {
+		return
+	}
+	p += ".lifecycle"
+	v.oneOf(p+".freeze", lc.Freeze, FreezeAuto, FreezeManual)
+	if f.Period == PeriodAll {
+		v.errorf(p, "period: all never ends, so there is nothing to schedule; remove lifecycle")
+	}
+	for _, st := range []struct {
+		key  string
+		step *LifecycleStep
+	}{{p + ".settle", lc.Settle}, {p + ".archive", lc.Archive}} {
+		if st.step != nil && (st.step.After < 0 || st.step.After > maxStepAfter) {
+			v.errorf(st.key+".after", "%s is out of range 0s..%s", st.step.After, maxStepAfter)
+		}
+	}
+	if lc.Settle != nil {
+		v.intRange(p+".settle.top", lc.Settle.Top, 1, maxTopCap)
 	}
 }
 

@@ -50,6 +50,11 @@ type PeriodDetail struct {
 	Shards       map[string]int `json:"shards"`
 	RulesVersion string         `json:"rules_version"`
 	Mode         string         `json:"mode"`
+	// Schedule (families with lifecycle): when each automatic step is due
+	// ("freeze", "settle", "archive"); NextStep: the step still to come and
+	// its time (absent when none is left).
+	Schedule map[string]time.Time `json:"schedule,omitempty"`
+	NextStep *NextStep            `json:"next_step,omitempty"`
 }
 
 // Mode is "ledger" or "redis-only".
@@ -91,6 +96,27 @@ func (s *Service) PeriodDetail(ctx context.Context, familyName, periodID string)
 	d.Writable = d.State == "open" && !f.closedAt(p, s.now())
 	if d.Boards == nil {
 		d.Boards = []string{}
+	}
+	if f.cfg.Lifecycle != nil && !p.End.IsZero() {
+		sch := s.schedule(f, p)
+		d.Schedule = map[string]time.Time{StepFreeze: sch.FreezeAt}
+		if sch.Settle {
+			d.Schedule[StepSettle] = sch.SettleAt
+		}
+		if sch.Archive {
+			d.Schedule[StepArchive] = sch.ArchiveAt
+		}
+		state := st.State
+		if s.ledger != nil {
+			if state, err = s.ledger.State(ctx, f.cfg.Name, p.ID); err != nil {
+				return PeriodDetail{}, ledgerErr(err)
+			}
+		}
+		// A period nobody wrote to has nothing to freeze, settle or archive.
+		skipped := !st.Exists && !s.now().Before(sch.FreezeAt.Add(emptyMargin)) // the scheduler leaves it alone
+		if ns := sch.next(state, s.ledger != nil, len(dims) > 0); ns.Step != "" && !skipped {
+			d.NextStep = &ns
+		}
 	}
 	return d, nil
 }

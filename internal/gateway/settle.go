@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rankgate/rankgate/internal/ledger"
+	"github.com/rankgate/rankgate/internal/period"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
@@ -133,10 +134,23 @@ func (s *Service) Archive(ctx context.Context, familyName, periodID string) (Per
 	if err != nil {
 		return PeriodDetail{}, err
 	}
-	if _, ok, err := s.ledger.Settlement(ctx, f.cfg.Name, p.ID); err != nil {
-		return PeriodDetail{}, ledgerErr(err)
-	} else if !ok {
-		return PeriodDetail{}, rank.Errorf(rank.CodePeriodClosed, "archive needs saved standings: settle %s first", p.ID)
+	return s.archive(ctx, f, p)
+}
+
+// archive sets the retention TTLs of a period. In ledger mode it needs saved
+// standings; in Redis-only mode (the scheduler's archive after a freeze,
+// DESIGN §5) it needs a frozen period.
+func (s *Service) archive(ctx context.Context, f *family, p period.Period) (PeriodDetail, error) {
+	if s.ledger != nil {
+		if _, ok, err := s.ledger.Settlement(ctx, f.cfg.Name, p.ID); err != nil {
+			return PeriodDetail{}, ledgerErr(err)
+		} else if !ok {
+			return PeriodDetail{}, rank.Errorf(rank.CodePeriodClosed, "archive needs saved standings: settle %s first", p.ID)
+		}
+	} else if st, err := s.periodState(ctx, f, p.ID); err != nil {
+		return PeriodDetail{}, err
+	} else if st == "" || st == "open" {
+		return PeriodDetail{}, rank.Errorf(rank.CodePeriodClosed, "archive needs a frozen period: freeze %s first", p.ID)
 	}
 	pk := s.layout.Period(f.cfg.Name, p.ID)
 	dimsList, err := s.be.Boards(ctx, pk)
@@ -170,8 +184,10 @@ func (s *Service) Archive(ctx context.Context, familyName, periodID string) (Per
 	if err := s.be.Expire(ctx, keys, f.cfg.Retention); err != nil {
 		return PeriodDetail{}, rank.Unavailable(err, "setting retention on %s; retry (archive is idempotent)", p.ID)
 	}
-	if _, err := s.ledger.SetArchived(ctx, f.cfg.Name, p.ID); err != nil {
-		return PeriodDetail{}, ledgerErr(err)
+	if s.ledger != nil {
+		if _, err := s.ledger.SetArchived(ctx, f.cfg.Name, p.ID); err != nil {
+			return PeriodDetail{}, ledgerErr(err)
+		}
 	}
 	s.states.Delete(f.cfg.Name + "/" + p.ID)
 	s.log.Info("period archived", "family", f.cfg.Name, "period", p.ID, "keys", len(keys), "retention", f.cfg.Retention.String())

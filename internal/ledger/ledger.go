@@ -99,11 +99,14 @@ type Options struct {
 
 // Ledger is a handle on the PostgreSQL ledger. It is safe for concurrent use.
 type Ledger struct {
-	pool   *pool
-	schema string
-	log    *slog.Logger
-	m      *metrics
-	reg    prometheus.Registerer
+	pool *pool
+	// connCfg opens the sessions that hold advisory-lock leases, outside
+	// the pool (a lease lives as long as its session).
+	connCfg *pgx.ConnConfig
+	schema  string
+	log     *slog.Logger
+	m       *metrics
+	reg     prometheus.Registerer
 
 	// beforeCommit, when set (tests only), runs inside a write transaction
 	// just before its COMMIT.
@@ -143,9 +146,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
 		cfg.RuntimeParams["application_name"] = "rankgate-ledger/" + opts.Schema
 	}
 	l := &Ledger{
-		pool:   newPool(cfg, opts.MaxConns),
-		schema: opts.Schema,
-		log:    log.With("component", "ledger"),
+		connCfg: cfg.Copy(),
+		pool:    newPool(cfg, opts.MaxConns),
+		schema:  opts.Schema,
+		log:     log.With("component", "ledger"),
 	}
 	l.m = newMetrics(l.pool)
 	if err := l.migrate(ctx); err != nil {

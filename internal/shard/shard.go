@@ -190,3 +190,16 @@ func Of(member string, n int) int {
 	}
 	return int(h % uint64(n))
 }
+
+// LeaseKeys are the keys of one named lease (one gateway at a time runs the
+// lifecycle scheduler); both share the tag "{lease:name}".
+type LeaseKeys struct {
+	Owner string // STRING "<owner> <token>" with a TTL: who holds the lease
+	Fence string // STRING counter: the fencing token of each acquisition
+}
+
+// Lease returns the keys of the lease called name.
+func (l Layout) Lease(name string) LeaseKeys {
+	base := l.Prefix + ":{lease:" + name + "}:"
+	return LeaseKeys{Owner: base + "owner", Fence: base + "fence"}
+}

@@ -34,6 +34,7 @@ var (
 	positionScript = script("#!lua flags=no-writes", "position.lua")
 	snapshotScript = script("#!lua", "snapshot.lua")
 	swapScript     = script("#!lua", "swap.lua")
+	leaseScript    = script("#!lua", "lease.lua")
 )
 
 // Scripts lists every script with its name, for preloading and tests.
@@ -41,5 +42,6 @@ func Scripts() map[string]*redis.Script {
 	return map[string]*redis.Script{
 		"apply": applyScript, "reverse": reverseScript, "project": projectScript,
 		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript, "swap": swapScript,
+		"lease": leaseScript,
 	}
 }

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/ledger"
+	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// redisLeaseTTL is how long a Redis-only gateway's claim on the lifecycle
+// lease lives without renewal (it renews on every scheduler tick, 500ms):
+// a crashed holder is replaced within it.
+const redisLeaseTTL = 10 * time.Second
+
+// startScheduler runs the lifecycle scheduler when a family has `lifecycle`:
+// one gateway at a time, by a PostgreSQL advisory lock in ledger mode and a
+// Redis lease with a fencing token otherwise. stop ends it and gives the
+// lease up.
+func startScheduler(ctx context.Context, svc *gateway.Service, st *store.Store, led gateway.Ledger, cfg *config.Config,
+	log *slog.Logger, reg prometheus.Registerer, tasks []gateway.Task) (stop func(), err error) {
+	if !svc.HasLifecycle() {
+		return func() {}, nil
+	}
+	owner := ownerID()
+	var lease gateway.Lease
+	if l, ok := led.(*ledger.Ledger); ok && l != nil {
+		lease = l.NewLease("lifecycle", owner)
+	} else {
+		lease = st.NewLease(shard.Layout{Prefix: cfg.Redis.Prefix}.Lease("lifecycle"), owner, redisLeaseTTL)
+	}
+	sc, err := svc.NewScheduler(gateway.SchedulerOptions{Lease: lease, Registerer: reg, Tasks: tasks})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc.Run(ctx)
+	}()
+	log.Info("lifecycle scheduler started (it runs steps while this gateway holds the lease)", "owner", owner, "mode", svc.Mode())
+	return func() { cancel(); <-done }, nil
+}
+
+// ownerID names this process in lease records: host, pid and a random part.
+func ownerID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "gateway"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
