@@ -119,7 +119,16 @@ func (b *flakyBackend) Seek(ctx context.Context, key string, a store.SeekArgs, r
 func live(t *testing.T) map[string]bool {
 	t.Helper()
 	var flaky *flakyBackend
-	stack := teststack.New(t, teststack.Options{WrapBackend: func(b gateway.Backend) gateway.Backend {
+	// A family with lifecycle makes the gateway run its scheduler (and export
+	// its metrics) as a live one with such a family does.
+	families := teststack.DefaultFamilies + `  sprint:
+    period: day
+    lifecycle:
+      archive: {after: 1h}
+    dimensions:
+      national: {shards: 1}
+`
+	stack := teststack.New(t, teststack.Options{Families: families, WrapBackend: func(b gateway.Backend) gateway.Backend {
 		flaky = &flakyBackend{Backend: b}
 		return flaky
 	}})

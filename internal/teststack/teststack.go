@@ -20,6 +20,7 @@ import (
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/httpapi"
 	"github.com/rankgate/rankgate/internal/monitor"
+	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/testcluster"
 )
@@ -137,6 +138,18 @@ func New(tb testing.TB, o Options) *Stack {
 	mon, err := monitor.New(st.Primary(), monitor.Options{Prefix: prefix, Registerer: reg})
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if svc.HasLifecycle() {
+		// As cmd/gateway does in Redis-only mode: a Redis lease picks the runner.
+		sc, err := svc.NewScheduler(gateway.SchedulerOptions{Registerer: reg,
+			Lease: st.NewLease(shard.Layout{Prefix: prefix}.Lease("lifecycle"), "teststack", 10*time.Second)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); sc.Run(sctx) }()
+		tb.Cleanup(func() { stop(); <-done })
 	}
 	return &Stack{Config: cfg, Prefix: prefix, Store: st, Service: svc, Handler: h, Registry: reg, Monitor: mon}
 }
