@@ -123,6 +123,10 @@ build: ## build all commands into bin/
 loadtest: ## run the load tool: make loadtest ARGS='...'
 	$(GO) run ./loadtest $(ARGS)
 
+.PHONY: bench-fanout
+bench-fanout: ## sharded reads vs naive fan-out and one sorted set (issue 9): own cluster on BENCH_PORT (7210), MEMBERS (1M), ROUNDS, KEEP=1
+	deploy/bench-fanout.sh
+
 size-bench: ## Top-100 p50 against board size (100k vs 10M members, 3 rounds; SIZES, ROUNDS, PREFILL=0, CLEAN=1) on the dev cluster
 	deploy/size-bench.sh
 

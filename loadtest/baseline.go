@@ -4,27 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/rankgate/rankgate/internal/config"
-	"github.com/rankgate/rankgate/internal/merge"
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/readplan"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/workload"
 )
 
 // Baseline does, for every operation, the Redis work the gateway does —
-// the same Lua scripts through internal/store, the same keys from
-// internal/shard, the same fan-out and k-way merge (internal/merge) — in
-// process, with no HTTP, JSON, cache, validation or logging. It is the
+// the same read plan (internal/readplan: per-node pipelines, depth, merge,
+// positions), the same commands and scripts through internal/store, the same
+// keys from internal/shard — in process, with no HTTP, JSON, cache, validation or logging. It is the
 // yardstick of the gateway's overhead: a run prints gateway/baseline.
 //
 // What it leaves out on purpose: the read cache (every baseline read goes to
@@ -40,14 +37,14 @@ type Baseline struct {
 	agg      string // sum | gt | lt in stored space
 	periodID string
 	pk       shard.PeriodKeys
-	shards   []int          // board → shard count
-	keys     [][]shard.Keys // board → shard → keys
-	zkeys    [][]string     // board → shard → sorted-set key
-	timeout  time.Duration  // per-shard call, as the gateway's fan-out
-	replica  bool           // consistency=replica reads replicas
+	shards   []int            // board → shard count
+	keys     [][]shard.Keys   // board → shard → keys
+	zkeys    [][]string       // board → shard → sorted-set key
+	rp       *readplan.Reader // the gateway's read plan, without its metrics
+	replica  bool             // consistency=replica reads replicas
 }
 
-// baselineShardTimeout is the gateway's default per-shard fan-out deadline.
+// baselineShardTimeout is the gateway's default per-node fan-out deadline.
 const baselineShardTimeout = time.Second
 
 // loadGatewayConfig reads the gateway config the way cmd/gateway does
@@ -122,7 +119,8 @@ func NewBaseline(ctx context.Context, w *World, cfg *config.Config) (*Baseline, 
 		closeAll()
 		return nil, err
 	}
-	b := &Baseline{w: w, st: st, close: closeAll, fam: fam, timeout: baselineShardTimeout, replica: replica}
+	b := &Baseline{w: w, st: st, close: closeAll, fam: fam, replica: replica,
+		rp: &readplan.Reader{Backend: st, Timeout: baselineShardTimeout}}
 	b.enc, b.mode, b.agg = fam.Encoding(), fam.RankMode(), fam.StoredMode()
 	spec := fam.PeriodSpec()
 	now := time.Now()
@@ -280,107 +278,9 @@ func (b *Baseline) events(ctx context.Context, op *Op) error {
 	return nil
 }
 
-// fanout runs fn on every listed shard in parallel, each under its own
-// deadline; the first error cancels the rest (the gateway's default policy).
-func fanout[T any](ctx context.Context, timeout time.Duration, shards []int, fn func(ctx context.Context, i int) (T, error)) ([]T, error) {
-	res := make([]T, len(shards))
-	call := func(ctx context.Context, j int) error {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		v, err := fn(cctx, shards[j])
-		if err != nil {
-			return err
-		}
-		res[j] = v
-		return nil
-	}
-	if len(shards) == 1 {
-		return res, call(ctx, 0)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for j := range shards {
-		g.Go(func() error { return call(gctx, j) })
-	}
-	return res, g.Wait()
-}
-
-func allShards(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i
-	}
-	return s
-}
-
-var mergers = sync.Pool{New: func() any { return merge.NewMerger(rank.Before) }}
-
-func mergeInto(dst []rank.Item, lists [][]rank.Item, want int) []rank.Item {
-	m := mergers.Get().(*merge.Merger[rank.Item])
-	defer mergers.Put(m)
-	return m.Merge(dst, lists, want)
-}
-
-// firstDepth is the gateway's first-round depth per shard: want/n plus 2.5σ
-// of the binomial spread, plus one.
-func firstDepth(want, n int) int {
-	if n <= 1 || want <= 1 {
-		return want
-	}
-	p := 1 / float64(n)
-	mean := float64(want) * p
-	sd := math.Sqrt(float64(want) * p * (1 - p))
-	return min(want, int(math.Ceil(mean+2.5*sd))+1)
-}
-
-// seekAll is the gateway's sharded seek: a first round of firstDepth on every
-// shard, a k-way merge, a second round only on the shards whose last entry
-// still ranks ahead of the want-th, and a final merge.
-func (b *Baseline) seekAll(ctx context.Context, board int, a store.SeekArgs, want int, replica bool) ([]rank.Item, int64, int64, error) {
-	n := b.shards[board]
-	keys := b.zkeys[board]
-	first := a
-	first.Limit = firstDepth(want, n)
-	res, err := fanout(ctx, b.timeout, allShards(n), func(ctx context.Context, i int) (store.SeekResult, error) {
-		return b.st.Seek(ctx, keys[i], first, replica)
-	})
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	lists := make([][]rank.Item, n)
-	var start, more int64
-	for i, r := range res {
-		lists[i] = r.Items
-		start += r.Start
-		more += r.More
-	}
-	items := mergeInto(make([]rank.Item, 0, want), lists, want)
-	if first.Limit < want {
-		var again []int
-		for i, l := range lists {
-			if len(l) < first.Limit {
-				continue
-			}
-			if len(items) < want || rank.Before(l[len(l)-1], items[want-1]) {
-				again = append(again, i)
-			}
-		}
-		if len(again) > 0 {
-			res2, err := fanout(ctx, b.timeout, again, func(ctx context.Context, i int) (store.SeekResult, error) {
-				last := lists[i][len(lists[i])-1]
-				a2 := store.SeekArgs{Mode: store.SeekAfter, Score: last.Score, Member: last.Member, Limit: want - len(lists[i]), StopMin: a.StopMin}
-				return b.st.Seek(ctx, keys[i], a2, replica)
-			})
-			if err != nil {
-				return nil, 0, 0, err
-			}
-			for j, r := range res2 {
-				i := again[j]
-				lists[i] = append(lists[i][:len(lists[i]):len(lists[i])], r.Items...)
-			}
-			items = mergeInto(items[:0], lists, want)
-		}
-	}
-	return items, start, more, nil
+// plan is board's view for the gateway's read plan (internal/readplan).
+func (b *Baseline) plan(board int, replica bool) *readplan.Board {
+	return &readplan.Board{Keys: b.zkeys[board], Replica: replica}
 }
 
 func (b *Baseline) entries(items []rank.Item) []rank.Entry {
@@ -392,11 +292,11 @@ func (b *Baseline) entries(items []rank.Item) []rank.Entry {
 }
 
 func (b *Baseline) top(ctx context.Context, board, limit int, replica bool) ([]rank.Entry, error) {
-	items, _, _, err := b.seekAll(ctx, board, store.SeekArgs{Mode: store.SeekTop}, limit, replica)
+	r, err := b.rp.SeekAll(ctx, "top", b.plan(board, replica), store.SeekArgs{Mode: store.SeekTop}, limit)
 	if err != nil {
 		return nil, err
 	}
-	e := b.entries(items)
+	e := b.entries(r.Items)
 	rank.FillRanks(e, 0, 0, b.mode)
 	return e, nil
 }
@@ -410,74 +310,35 @@ func (b *Baseline) page(ctx context.Context, op *Op, limit int, replica bool) (a
 		more := b.enc.MinScoreAbove(b.enc.PointsOf(cur.Score))
 		a = store.SeekArgs{Mode: store.SeekAfter, Score: cur.Score, Member: cur.Member, MoreMin: &more}
 	}
-	items, start, more, err := b.seekAll(ctx, op.Board, a, limit+1, replica)
+	r, err := b.rp.SeekAll(ctx, "entries_cursor", b.plan(op.Board, replica), a, limit+1)
 	if err != nil {
 		return nil, err
 	}
+	items := r.Items
 	var next any
 	if len(items) > limit {
 		items = items[:limit]
 		next = items[limit-1]
 	}
 	e := b.entries(items)
-	moreFirst := start
+	moreFirst := r.Start
 	if hasCur && len(e) > 0 && e[0].Points == b.enc.PointsOf(cur.Score) {
-		moreFirst = more
+		moreFirst = r.More
 	}
-	rank.FillRanks(e, start, moreFirst, b.mode)
+	rank.FillRanks(e, r.Start, moreFirst, b.mode)
 	return next, nil
 }
 
 // home reads a member's score on its own shard.
 func (b *Baseline) home(ctx context.Context, board int, user string, replica bool) (int64, error) {
-	i := shard.Of(user, b.shards[board])
-	cctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	sc, ok, err := b.st.Scores(cctx, b.zkeys[board][i], []string{user}, replica)
+	sc, found, err := b.rp.Score(ctx, b.plan(board, replica), shard.Of(user, b.shards[board]), user)
 	if err != nil {
 		return 0, err
 	}
-	if !ok[0] {
+	if !found {
 		return 0, errNotRanked
 	}
-	return sc[0], nil
-}
-
-type standing struct {
-	card               int64
-	ahead, more, least []int64
-}
-
-func (b *Baseline) probeAll(ctx context.Context, board int, items []rank.Item, replica bool) (standing, error) {
-	probes := make([]store.Probe, len(items))
-	for i, it := range items {
-		p := b.enc.PointsOf(it.Score)
-		probes[i] = store.Probe{Score: it.Score, Member: it.Member, MoreMin: b.enc.MinScoreAbove(p), SameMin: b.enc.MinScoreOf(p)}
-	}
-	keys := b.zkeys[board]
-	res, err := fanout(ctx, b.timeout, allShards(b.shards[board]), func(ctx context.Context, i int) (store.Positions, error) {
-		return b.st.Positions(ctx, keys[i], probes, replica)
-	})
-	if err != nil {
-		return standing{}, err
-	}
-	st := standing{ahead: make([]int64, len(items)), more: make([]int64, len(items)), least: make([]int64, len(items))}
-	for _, r := range res {
-		st.card += r.Card
-		for j := range items {
-			st.ahead[j] += r.Ahead[j]
-			st.more[j] += r.More[j]
-			st.least[j] += r.AtLeast[j]
-		}
-	}
-	return st, nil
-}
-
-func (b *Baseline) rankOf(st standing, j int) int64 {
-	if b.mode == rank.Competition {
-		return st.more[j] + 1
-	}
-	return st.ahead[j] + 1
+	return sc, nil
 }
 
 // member: score on the home shard, then position probes on every shard.
@@ -486,14 +347,12 @@ func (b *Baseline) member(ctx context.Context, board int, user string, replica b
 	if err != nil {
 		return rank.Entry{}, err
 	}
-	st, err := b.probeAll(ctx, board, []rank.Item{{Score: score, Member: user}}, replica)
+	st, _, err := b.rp.Probe(ctx, "member", b.plan(board, replica), b.enc, []rank.Item{{Score: score, Member: user}})
 	if err != nil {
 		return rank.Entry{}, err
 	}
-	return rank.Entry{User: user, Points: b.enc.PointsOf(score), Position: st.ahead[0], Rank: b.rankOf(st, 0)}, nil
+	return rank.Entry{User: user, Points: b.enc.PointsOf(score), Position: st.Ahead[0], Rank: st.RankOf(b.mode, 0)}, nil
 }
-
-type seekPair struct{ up, down store.SeekResult }
 
 // around: the member's score, then a seek up and a seek down on every shard,
 // merged, plus a count of better members when the window starts above the
@@ -503,60 +362,27 @@ func (b *Baseline) around(ctx context.Context, board int, user string, radius in
 	if err != nil {
 		return nil, err
 	}
-	self := rank.Item{Score: score, Member: user}
-	moreSelf := b.enc.MinScoreAbove(b.enc.PointsOf(score))
-	keys := b.zkeys[board]
-	res, err := fanout(ctx, b.timeout, allShards(b.shards[board]), func(ctx context.Context, i int) (seekPair, error) {
-		up, err := b.st.Seek(ctx, keys[i], store.SeekArgs{Mode: store.SeekBefore, Score: score, Member: user, Limit: radius, MoreMin: &moreSelf}, replica)
-		if err != nil {
-			return seekPair{}, err
-		}
-		down, err := b.st.Seek(ctx, keys[i], store.SeekArgs{Mode: store.SeekAfter, Score: score, Member: user, Limit: radius}, replica)
-		return seekPair{up, down}, err
-	})
+	pb := b.plan(board, replica)
+	w, err := b.rp.Around(ctx, "around", pb, b.enc, score, user, radius)
 	if err != nil {
 		return nil, err
 	}
-	ups, downs := make([][]rank.Item, 0, len(res)), make([][]rank.Item, 0, len(res))
-	var p, more int64
-	for _, r := range res {
-		ups, downs = append(ups, r.up.Items), append(downs, r.down.Items)
-		p += r.up.Start + int64(len(r.up.Items))
-		more += r.up.More
-	}
-	up := merge.Last(nil, ups, radius, rank.Before)
-	down := merge.Merge(nil, downs, radius, rank.Before)
-	items := make([]rank.Item, 0, len(up)+1+len(down))
-	items = append(append(append(items, up...), self), down...)
-	e := b.entries(items)
-	moreFirst := more
-	if b.mode == rank.Competition && e[0].Points != e[len(up)].Points {
-		lo := b.enc.MinScoreAbove(b.enc.PointsOf(items[0].Score))
-		counts, err := fanout(ctx, b.timeout, allShards(b.shards[board]), func(ctx context.Context, i int) (int64, error) {
-			return b.st.Count(ctx, keys[i], lo, rank.MaxSafe, replica)
-		})
-		if err != nil {
+	e := b.entries(w.Items)
+	moreFirst := w.More
+	if b.mode == rank.Competition && e[0].Points != e[w.Up].Points {
+		lo := b.enc.MinScoreAbove(b.enc.PointsOf(w.Items[0].Score))
+		if moreFirst, _, err = b.rp.Count(ctx, "count", pb, lo, rank.MaxSafe); err != nil {
 			return nil, err
 		}
-		moreFirst = 0
-		for _, c := range counts {
-			moreFirst += c
-		}
 	}
-	rank.FillRanks(e, p-int64(len(up)), moreFirst, b.mode)
+	rank.FillRanks(e, w.First, moreFirst, b.mode)
 	return e, nil
-}
-
-type found struct {
-	scores []int64
-	ok     []bool
 }
 
 // lookup: ZMSCORE per shard for the members that hash there, then position
 // probes on every shard.
 func (b *Baseline) lookup(ctx context.Context, op *Op, replica bool) ([]rank.Entry, error) {
 	n := b.shards[op.Board]
-	keys := b.zkeys[op.Board]
 	seen := map[string]bool{}
 	byShard := make([][]string, n)
 	for _, u := range op.Users {
@@ -568,21 +394,16 @@ func (b *Baseline) lookup(ctx context.Context, op *Op, replica bool) ([]rank.Ent
 		i := shard.Of(m, n)
 		byShard[i] = append(byShard[i], m)
 	}
-	res, err := fanout(ctx, b.timeout, allShards(n), func(ctx context.Context, i int) (found, error) {
-		if len(byShard[i]) == 0 {
-			return found{}, nil
-		}
-		sc, ok, err := b.st.Scores(ctx, keys[i], byShard[i], replica)
-		return found{sc, ok}, err
-	})
+	pb := b.plan(op.Board, replica)
+	scores, found, _, err := b.rp.Scores(ctx, "lookup_scores", pb, byShard)
 	if err != nil {
 		return nil, err
 	}
 	var items []rank.Item
-	for i, r := range res {
-		for j, u := range byShard[i] {
-			if r.ok[j] {
-				items = append(items, rank.Item{Score: r.scores[j], Member: u})
+	for i, ms := range byShard {
+		for j, u := range ms {
+			if found[i] != nil && found[i][j] {
+				items = append(items, rank.Item{Score: scores[i][j], Member: u})
 			}
 		}
 	}
@@ -590,14 +411,14 @@ func (b *Baseline) lookup(ctx context.Context, op *Op, replica bool) ([]rank.Ent
 		return nil, nil
 	}
 	sort.Slice(items, func(x, y int) bool { return rank.Before(items[x], items[y]) })
-	st, err := b.probeAll(ctx, op.Board, items, replica)
+	st, _, err := b.rp.Probe(ctx, "lookup", pb, b.enc, items)
 	if err != nil {
 		return nil, err
 	}
 	e := b.entries(items)
 	for j := range e {
-		e[j].Position = st.ahead[j]
-		e[j].Rank = b.rankOf(st, j)
+		e[j].Position = st.Ahead[j]
+		e[j].Rank = st.RankOf(b.mode, j)
 	}
 	return e, nil
 }

@@ -1539,7 +1539,7 @@ func TestE2EService(t *testing.T) {
 	text := g.metrics(t)
 	for _, name := range []string{
 		"rankgate_http_requests_total",
-		"rankgate_fanout_shard_duration_seconds",
+		"rankgate_fanout_node_duration_seconds",
 		"rankgate_dedupe_hits_total",
 	} {
 		if !strings.Contains(text, "\n"+name) {

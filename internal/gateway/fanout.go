@@ -10,10 +10,31 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/readplan"
 	"github.com/rankgate/rankgate/internal/store"
 )
 
-// fanout runs fn once per shard 0..n-1; see fanoutShards.
+// fanoutObserver feeds the gateway's fan-out metrics from internal/readplan.
+type fanoutObserver struct{ m *metrics }
+
+var _ readplan.Observer = fanoutObserver{}
+
+func (o fanoutObserver) Fanout(op string, shards int) {
+	o.m.fanoutWidth.WithLabelValues(op).Observe(float64(shards))
+}
+
+func (o fanoutObserver) RoundTrip(op string, d time.Duration) {
+	o.m.nodeDuration.WithLabelValues(op).Observe(d.Seconds())
+}
+
+func (o fanoutObserver) ShardError(op string) { o.m.shardErrors.WithLabelValues(op).Inc() }
+
+func (o fanoutObserver) Fetched(op string, n int) { o.m.fetched.WithLabelValues(op).Add(float64(n)) }
+
+// fanout runs fn once per shard 0..n-1; see fanoutShards. Reads go through
+// internal/readplan (one pipeline per node); this per-shard fan-out is left
+// for the calls that are one script per shard anyway (snapshot copies,
+// layout cards).
 func fanout[T any](ctx context.Context, s *Service, op string, n int, allowPartial bool,
 	fn func(ctx context.Context, i int) (T, error)) (res []T, ok []bool, missing []int, err error) {
 	shards := make([]int, n)
@@ -37,7 +58,7 @@ func fanoutShards[T any](ctx context.Context, s *Service, op string, shards []in
 	res = make([]T, n)
 	ok = make([]bool, n)
 	errs := make([]error, n)
-	hist := s.m.shardDuration.WithLabelValues(op)
+	hist := s.m.nodeDuration.WithLabelValues(op)
 	call := func(ctx context.Context, j int) error {
 		cctx, cancel := context.WithTimeout(ctx, s.timeout)
 		defer cancel()
@@ -88,13 +109,7 @@ func fanoutShards[T any](ctx context.Context, s *Service, op string, shards []in
 
 // unavailable turns a backend failure into a 503 unless it already carries a
 // code (or is the caller's own cancellation).
-func unavailable(err error) error {
-	var re *rank.Error
-	if errors.As(err, &re) {
-		return err
-	}
-	return rank.Unavailable(err, "a shard did not answer; retry")
-}
+func unavailable(err error) error { return readplan.Unavailable(err) }
 
 // writeUnavailable is rank.Unavailable for a failed write, saying so plainly
 // when the write ran but did not reach redis.wait_replicas replicas in time

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/readplan"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 )
@@ -33,9 +34,63 @@ type fakeBackend struct {
 	// shards holds each shard key's items in board order.
 	shards map[string][]rank.Item
 
+	// nodeOf groups shard keys into nodes; nil: every key its own node.
+	nodeOf func(key string) string
+	// batch, when set, sees every ReadShards call (one node's pipeline) with
+	// its node and keys; an error fails every read of the pipeline, as a
+	// node that is down or times out does.
+	batch func(ctx context.Context, node string, keys []string) error
+
 	write      func(ws []store.Write) []store.WriteResult
 	recordLate func(pk shard.PeriodKeys, e store.LateEvent) (string, error)
 	seq        atomic.Int64
+}
+
+func (f *fakeBackend) NodeOf(ctx context.Context, key string) string {
+	if f.nodeOf != nil {
+		return f.nodeOf(key)
+	}
+	return key
+}
+
+// ReadShards answers a node's batch through the per-shard methods, one after
+// another as a pipeline does (a blocked read blocks the rest of its node).
+func (f *fakeBackend) ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply) {
+	if f.batch != nil && len(reads) > 0 {
+		keys := make([]string, len(reads))
+		for i, r := range reads {
+			keys[i] = r.Key
+		}
+		if err := f.batch(ctx, f.NodeOf(ctx, reads[0].Key), keys); err != nil {
+			for i := range reads {
+				out[i] = store.ShardReply{Err: err}
+			}
+			return
+		}
+	}
+	readEach(ctx, f, reads, replica, out)
+}
+
+// readEach answers reads through be's per-shard methods.
+func readEach(ctx context.Context, be Backend, reads []store.ShardRead, replica bool, out []store.ShardReply) {
+	for i, r := range reads {
+		var o store.ShardReply
+		switch r.Kind {
+		case store.ReadSeek:
+			o.Seek, o.Err = be.Seek(ctx, r.Key, r.Seek, replica)
+		case store.ReadPositions:
+			o.Positions, o.Err = be.Positions(ctx, r.Key, r.Probes, replica)
+		case store.ReadScores:
+			o.Scores, o.Found, o.Err = be.Scores(ctx, r.Key, r.Members, replica)
+		case store.ReadCount:
+			o.N, o.Err = be.Count(ctx, r.Key, r.Lo, r.Hi, replica)
+		case store.ReadCard:
+			o.N, o.Err = be.Card(ctx, r.Key, replica)
+		default:
+			o.Err = fmt.Errorf("fake: read kind %d", r.Kind)
+		}
+		out[i] = o
+	}
 }
 
 func (f *fakeBackend) Seek(ctx context.Context, key string, a store.SeekArgs, replica bool) (store.SeekResult, error) {
@@ -668,7 +723,7 @@ func TestFanoutSecondRound(t *testing.T) {
 			}
 			// What each shard could give: nothing when down, its first round
 			// when only the second failed, else everything.
-			depth := firstDepth(c.limit, len(keys))
+			depth := readplan.FirstDepth(c.limit, len(keys))
 			lists := make([][]rank.Item, len(keys))
 			for k, i := range keys {
 				switch {

@@ -19,6 +19,7 @@ import (
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/period"
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/readplan"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 )
@@ -27,6 +28,10 @@ import (
 // tests substitute fakes that fail or block on cue.
 type Backend interface {
 	Write(ctx context.Context, ws []store.Write) []store.WriteResult
+	// NodeOf and ReadShards carry every read fan-out (internal/readplan):
+	// one pipeline per node.
+	NodeOf(ctx context.Context, key string) string
+	ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply)
 	Seek(ctx context.Context, key string, a store.SeekArgs, replica bool) (store.SeekResult, error)
 	Positions(ctx context.Context, key string, probes []store.Probe, replica bool) (store.Positions, error)
 	Scores(ctx context.Context, key string, members []string, replica bool) ([]int64, []bool, error)
@@ -65,7 +70,7 @@ type Options struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Now        func() time.Time
-	// ShardTimeout bounds each per-shard call of a fan-out (default 1s).
+	// ShardTimeout bounds each node's round trip of a fan-out (default 1s).
 	ShardTimeout time.Duration
 	// CacheSize bounds the read cache (entries); 0 means cache.DefaultSize.
 	CacheSize int
@@ -96,6 +101,7 @@ type Service struct {
 	families map[string]*family
 	m        *metrics
 	cache    *cache.Cache[any]
+	rp       *readplan.Reader
 	// replicaReads: consistency=replica really reads replicas.
 	replicaReads bool
 
@@ -139,6 +145,7 @@ func New(o Options) (*Service, error) {
 		s.ledgerWrites = newLedgerWrites(s, o.Config.Ledger.CommitLinger, o.Config.Ledger.CommitMaxEvents)
 		s.writes = s.ledgerWrites
 	}
+	s.rp = &readplan.Reader{Backend: o.Backend, Timeout: o.ShardTimeout, Obs: fanoutObserver{m}}
 	maxTTL := time.Second
 	for _, f := range o.Config.Families {
 		maxTTL = max(maxTTL, f.CacheTTL)

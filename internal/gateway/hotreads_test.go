@@ -39,6 +39,33 @@ func (c *countingBackend) Seek(ctx context.Context, key string, a store.SeekArgs
 	return c.Backend.Seek(ctx, key, a, replica)
 }
 
+// ReadShards counts the seeks of a batch and fails the reads of chosen shard
+// keys; the rest go to the store as one pipeline.
+func (c *countingBackend) ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply) {
+	c.mu.Lock()
+	var pass []int
+	for i, r := range reads {
+		if r.Kind == store.ReadSeek {
+			c.seeks.Add(1)
+		}
+		if c.fail[r.Key] {
+			out[i] = store.ShardReply{Err: errors.New("injected shard failure")}
+		} else {
+			pass = append(pass, i)
+		}
+	}
+	c.mu.Unlock()
+	rs := make([]store.ShardRead, len(pass))
+	os := make([]store.ShardReply, len(pass))
+	for k, i := range pass {
+		rs[k] = reads[i]
+	}
+	c.Backend.ReadShards(ctx, rs, replica, os)
+	for k, i := range pass {
+		out[i] = os[k]
+	}
+}
+
 func (c *countingBackend) setFail(key string, on bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

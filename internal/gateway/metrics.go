@@ -3,16 +3,16 @@ package gateway
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
-	fanoutWidth   *prometheus.HistogramVec
-	shardDuration *prometheus.HistogramVec
-	shardErrors   *prometheus.CounterVec
-	partial       *prometheus.CounterVec
-	events        *prometheus.CounterVec
-	dedupe        *prometheus.CounterVec
-	late          *prometheus.CounterVec
-	fetched       *prometheus.CounterVec
-	returned      *prometheus.CounterVec
-	reads         *prometheus.CounterVec
+	fanoutWidth  *prometheus.HistogramVec
+	nodeDuration *prometheus.HistogramVec
+	shardErrors  *prometheus.CounterVec
+	partial      *prometheus.CounterVec
+	events       *prometheus.CounterVec
+	dedupe       *prometheus.CounterVec
+	late         *prometheus.CounterVec
+	fetched      *prometheus.CounterVec
+	returned     *prometheus.CounterVec
+	reads        *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -21,8 +21,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rankgate_fanout_width", Help: "Shards asked by one fan-out, by operation.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 1024},
 		}, []string{"op"}),
-		shardDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "rankgate_fanout_shard_duration_seconds", Help: "Latency of one shard's call inside a fan-out, by operation.",
+		nodeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "rankgate_fanout_node_duration_seconds", Help: "Latency of one node's round trip (one pipeline of its shards' reads) inside a fan-out, by operation.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 		}, []string{"op"}),
 		shardErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"op", "source", "outcome"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.fanoutWidth, m.shardDuration, m.shardErrors, m.partial,
+		for _, c := range []prometheus.Collector{m.fanoutWidth, m.nodeDuration, m.shardErrors, m.partial,
 			m.events, m.dedupe, m.late, m.fetched, m.returned, m.reads} {
 			if err := reg.Register(c); err != nil {
 				return nil, err

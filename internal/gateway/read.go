@@ -2,13 +2,12 @@ package gateway
 
 import (
 	"context"
-	"math"
 	"slices"
 	"sort"
 	"time"
 
-	"github.com/rankgate/rankgate/internal/merge"
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/readplan"
 	"github.com/rankgate/rankgate/internal/store"
 )
 
@@ -18,6 +17,21 @@ type readCtx struct {
 	o       ReadOptions
 	replica bool
 	meta    ReadMeta
+	pb      *readplan.Board
+}
+
+// plan is the read's view for internal/readplan: its shard keys (built once
+// per read) and options.
+func (rc *readCtx) plan(s *Service) *readplan.Board {
+	if rc.pb == nil || rc.pb.Replica != rc.replica {
+		keys := make([]string, rc.b.n)
+		for i := range keys {
+			keys[i] = rc.key(s, i)
+		}
+		rc.pb = &readplan.Board{Keys: keys}
+	}
+	rc.pb.Replica, rc.pb.AllowPartial = rc.replica, rc.o.AllowPartial
+	return rc.pb
 }
 
 func (s *Service) startRead(ctx context.Context, ref BoardRef, o ReadOptions) (*readCtx, error) {
@@ -60,88 +74,17 @@ func (rc *readCtx) toEntries(items []rank.Item) []rank.Entry {
 	return out
 }
 
-// firstDepth is how many entries to ask each of n shards for when the merged
-// answer needs want: the expected share want/n plus 2.5 standard deviations
-// of a binomial spread (members hash uniformly), plus one. Shards that turn
-// out to hold more of the answer are asked again (seekAll), so the depth only
-// trades round trips for entries read, never exactness.
-func firstDepth(want, n int) int {
-	if n <= 1 || want <= 1 {
-		return want
-	}
-	p := 1 / float64(n)
-	mean := float64(want) * p
-	sd := math.Sqrt(float64(want) * p * (1 - p))
-	return min(want, int(math.Ceil(mean+2.5*sd))+1)
-}
-
-// seekAll runs one seek on every shard and merges the first want items. It
-// asks each shard for firstDepth entries first, then asks again — from its
-// last returned entry — only the shards whose last entry still ranks ahead
-// of the current want-th merged entry, for as many as they could still
-// contribute. It returns the merged items and Σ start and Σ more of the first
-// round (the position of the first item and the count of the cursor's
-// better-pointed members).
+// seekAll runs one seek on every shard and merges the first want items
+// (readplan.SeekAll: a first round of FirstDepth per shard, a second round
+// only on the shards that may hold more of the answer). It returns the merged
+// items and Σ start and Σ more of the first round.
 func (s *Service) seekAll(ctx context.Context, rc *readCtx, op string, a store.SeekArgs, want int) ([]rank.Item, int64, int64, error) {
-	n := rc.b.n
-	first := a
-	first.Limit = firstDepth(want, n)
-	res, ok, missing, err := fanout(ctx, s, op, n, rc.o.AllowPartial, func(ctx context.Context, i int) (store.SeekResult, error) {
-		return s.be.Seek(ctx, rc.key(s, i), first, rc.replica)
-	})
+	r, err := s.rp.SeekAll(ctx, op, rc.plan(s), a, want)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	lists := make([][]rank.Item, n)
-	var start, more, fetched int64
-	for i, r := range res {
-		if !ok[i] {
-			continue
-		}
-		lists[i] = r.Items
-		start += r.Start
-		more += r.More
-		fetched += int64(len(r.Items))
-	}
-	items := mergeItems(lists, want)
-	if first.Limit < want {
-		var again []int
-		for i, l := range lists {
-			if !ok[i] || len(l) < first.Limit {
-				continue // failed, or exhausted: nothing more to give
-			}
-			if len(items) < want || rank.Before(l[len(l)-1], items[want-1]) {
-				again = append(again, i)
-			}
-		}
-		if len(again) > 0 {
-			res2, ok2, missing2, err := fanoutShards(ctx, s, op+"_more", again, rc.o.AllowPartial, func(ctx context.Context, i int) (store.SeekResult, error) {
-				last := lists[i][len(lists[i])-1]
-				b := store.SeekArgs{Mode: store.SeekAfter, Score: last.Score, Member: last.Member, Limit: want - len(lists[i]), StopMin: a.StopMin}
-				return s.be.Seek(ctx, rc.key(s, i), b, rc.replica)
-			})
-			switch {
-			case err != nil && rc.o.AllowPartial && ctx.Err() == nil:
-				// Every re-asked shard failed: keep what they gave at first.
-				missing = append(missing, again...)
-			case err != nil:
-				return nil, 0, 0, err
-			default:
-				for j, r := range res2 {
-					if ok2[j] {
-						i := again[j]
-						lists[i] = append(lists[i][:len(lists[i]):len(lists[i])], r.Items...)
-						fetched += int64(len(r.Items))
-					}
-				}
-				missing = append(missing, missing2...)
-			}
-			items = mergeInto(items[:0], lists, want)
-		}
-	}
-	rc.partial(missing)
-	s.m.fetched.WithLabelValues(op).Add(float64(fetched))
-	return items, start, more, nil
+	rc.partial(r.Missing)
+	return r.Items, r.Start, r.More, nil
 }
 
 func (s *Service) checkLimit(field string, v, lo, hi int) error {
@@ -352,19 +295,11 @@ func (s *Service) Count(ctx context.Context, ref BoardRef, minP, maxP int64, o R
 
 // countIn sums the members with stored score in [lo, hi] over every shard.
 func (s *Service) countIn(ctx context.Context, rc *readCtx, lo, hi int64) (int64, error) {
-	res, ok, missing, err := fanout(ctx, s, "count", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (int64, error) {
-		return s.be.Count(ctx, rc.key(s, i), lo, hi, rc.replica)
-	})
+	n, missing, err := s.rp.Count(ctx, "count", rc.plan(s), lo, hi)
 	if err != nil {
 		return 0, err
 	}
 	rc.partial(missing)
-	var n int64
-	for i, v := range res {
-		if ok[i] {
-			n += v
-		}
-	}
 	return n, nil
 }
 
@@ -373,62 +308,27 @@ func (s *Service) home(ctx context.Context, rc *readCtx, user string) (int64, er
 	if !rank.ValidMember(user) {
 		return 0, rank.Invalid("user", "user must match [A-Za-z0-9_.@-]{1,64}")
 	}
-	i := shardOf(user, rc.b.n)
-	cctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	sc, ok, err := s.be.Scores(cctx, rc.key(s, i), []string{user}, rc.replica)
+	sc, found, err := s.rp.Score(ctx, rc.plan(s), shardOf(user, rc.b.n), user)
 	if err != nil {
-		return 0, rank.Unavailable(err, "score from shard %d", i)
+		return 0, err
 	}
-	if !ok[0] {
+	if !found {
 		return 0, rank.Errorf(rank.CodeNotRanked, "%s is not on board %s", user, rc.b.name())
 	}
-	return sc[0], nil
-}
-
-// standing sums position probes over every shard.
-type standing struct {
-	card        int64
-	ahead, more []int64
-	atLeastSame []int64
+	return sc, nil
 }
 
 // probeAll asks every shard where each (score, member) stands.
-func (s *Service) probeAll(ctx context.Context, rc *readCtx, op string, items []rank.Item) (standing, error) {
-	enc := rc.b.fam.enc
-	probes := make([]store.Probe, len(items))
-	for i, it := range items {
-		p := enc.PointsOf(it.Score)
-		probes[i] = store.Probe{Score: it.Score, Member: it.Member, MoreMin: enc.MinScoreAbove(p), SameMin: enc.MinScoreOf(p)}
-	}
-	res, ok, missing, err := fanout(ctx, s, op, rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (store.Positions, error) {
-		return s.be.Positions(ctx, rc.key(s, i), probes, rc.replica)
-	})
+func (s *Service) probeAll(ctx context.Context, rc *readCtx, op string, items []rank.Item) (readplan.Standing, error) {
+	st, missing, err := s.rp.Probe(ctx, op, rc.plan(s), rc.b.fam.enc, items)
 	if err != nil {
-		return standing{}, err
+		return readplan.Standing{}, err
 	}
 	rc.partial(missing)
-	st := standing{ahead: make([]int64, len(items)), more: make([]int64, len(items)), atLeastSame: make([]int64, len(items))}
-	for i, r := range res {
-		if !ok[i] {
-			continue
-		}
-		st.card += r.Card
-		for j := range items {
-			st.ahead[j] += r.Ahead[j]
-			st.more[j] += r.More[j]
-			st.atLeastSame[j] += r.AtLeast[j]
-		}
-	}
 	return st, nil
 }
 
-func (rc *readCtx) rankOf(st standing, j int) int64 {
-	if rc.b.fam.mode == rank.Competition {
-		return st.more[j] + 1
-	}
-	return st.ahead[j] + 1
-}
+func (rc *readCtx) rankOf(st readplan.Standing, j int) int64 { return st.RankOf(rc.b.fam.mode, j) }
 
 // Member returns a member's points, position, rank, the board size and the
 // percentile: the share of the board that ranks strictly behind the member
@@ -453,13 +353,13 @@ func (s *Service) member(ctx context.Context, rc *readCtx, user string) (MemberS
 		return MemberStanding{}, err
 	}
 	ms := MemberStanding{ReadMeta: rc.meta, User: user, Points: rc.b.fam.enc.PointsOf(score),
-		Position: st.ahead[0], Rank: rc.rankOf(st, 0), Members: st.card}
-	behind := st.card - st.ahead[0] - 1
+		Position: st.Ahead[0], Rank: rc.rankOf(st, 0), Members: st.Card}
+	behind := st.Card - st.Ahead[0] - 1
 	if rc.b.fam.mode == rank.Competition {
-		behind = st.card - st.atLeastSame[0]
+		behind = st.Card - st.Least[0]
 	}
-	if st.card > 0 && behind > 0 {
-		ms.Percentile = float64(behind*10000/st.card) / 100
+	if st.Card > 0 && behind > 0 {
+		ms.Percentile = float64(behind*10000/st.Card) / 100
 	}
 	if o.Profiles {
 		entries := []rank.Entry{{User: user}}
@@ -492,43 +392,16 @@ func (s *Service) around(ctx context.Context, rc *readCtx, user string, radius i
 	if err != nil {
 		return Page{}, err
 	}
-	enc := rc.b.fam.enc
-	self := rank.Item{Score: score, Member: user}
-	moreSelf := enc.MinScoreAbove(enc.PointsOf(score))
-	type pair struct{ up, down store.SeekResult }
-	res, ok, missing, err := fanout(ctx, s, "around", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (pair, error) {
-		k := rc.key(s, i)
-		up, err := s.be.Seek(ctx, k, store.SeekArgs{Mode: store.SeekBefore, Score: score, Member: user, Limit: radius, MoreMin: &moreSelf}, rc.replica)
-		if err != nil {
-			return pair{}, err
-		}
-		down, err := s.be.Seek(ctx, k, store.SeekArgs{Mode: store.SeekAfter, Score: score, Member: user, Limit: radius}, rc.replica)
-		return pair{up, down}, err
-	})
+	w, err := s.rp.Around(ctx, "around", rc.plan(s), rc.b.fam.enc, score, user, radius)
 	if err != nil {
 		return Page{}, err
 	}
-	rc.partial(missing)
-	ups, downs := make([][]rank.Item, 0, len(res)), make([][]rank.Item, 0, len(res))
-	var p, more, fetched int64
-	for i, r := range res {
-		if !ok[i] {
-			continue
-		}
-		ups, downs = append(ups, r.up.Items), append(downs, r.down.Items)
-		p += r.up.Start + int64(len(r.up.Items)) // members ahead of self in shard i
-		more += r.up.More
-		fetched += int64(len(r.up.Items) + len(r.down.Items))
-	}
-	s.m.fetched.WithLabelValues("around").Add(float64(fetched))
-	up := merge.Last(nil, ups, radius, rank.Before)
-	down := merge.Merge(nil, downs, radius, rank.Before)
-	items := make([]rank.Item, 0, len(up)+1+len(down))
-	items = append(append(append(items, up...), self), down...)
+	rc.partial(w.Missing)
+	items := w.Items
 	entries := rc.toEntries(items)
-	first := p - int64(len(up))
-	moreFirst := more // members with strictly more points than the member itself
-	if rc.b.fam.mode == rank.Competition && entries[0].Points != entries[len(up)].Points {
+	first := w.First
+	moreFirst := w.More // members with strictly more points than the member itself
+	if rc.b.fam.mode == rank.Competition && entries[0].Points != entries[w.Up].Points {
 		// The window starts above the member's points: count who is ahead of those.
 		if moreFirst, err = s.countBetter(ctx, rc, items[0].Score); err != nil {
 			return Page{}, err
@@ -583,29 +456,16 @@ func (s *Service) lookup(ctx context.Context, rc *readCtx, uniq []string) (Page,
 		i := shardOf(u, rc.b.n)
 		byShard[i] = append(byShard[i], u)
 	}
-	type found struct {
-		scores []int64
-		ok     []bool
-	}
-	res, okk, missing, err := fanout(ctx, s, "lookup_scores", rc.b.n, rc.o.AllowPartial, func(ctx context.Context, i int) (found, error) {
-		if len(byShard[i]) == 0 {
-			return found{}, nil
-		}
-		sc, ok, err := s.be.Scores(ctx, rc.key(s, i), byShard[i], rc.replica)
-		return found{sc, ok}, err
-	})
+	scores, found, missing, err := s.rp.Scores(ctx, "lookup_scores", rc.plan(s), byShard)
 	if err != nil {
 		return Page{}, err
 	}
 	rc.partial(missing)
 	var items []rank.Item
-	for i, r := range res {
-		if !okk[i] {
-			continue
-		}
-		for j, u := range byShard[i] {
-			if r.ok[j] {
-				items = append(items, rank.Item{Score: r.scores[j], Member: u})
+	for i, ms := range byShard {
+		for j, u := range ms {
+			if found[i] != nil && found[i][j] {
+				items = append(items, rank.Item{Score: scores[i][j], Member: u})
 			}
 		}
 	}
@@ -619,7 +479,7 @@ func (s *Service) lookup(ctx context.Context, rc *readCtx, uniq []string) (Page,
 	}
 	entries := rc.toEntries(items)
 	for j := range entries {
-		entries[j].Position = st.ahead[j]
+		entries[j].Position = st.Ahead[j]
 		entries[j].Rank = rc.rankOf(st, j)
 	}
 	return s.finishPage(ctx, rc, "lookup", entries, "")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/readplan"
 	"github.com/rankgate/rankgate/internal/store"
 )
 
@@ -106,10 +107,14 @@ func (s *Service) snapshotPage(ctx context.Context, rc *readCtx, q PageQuery) (P
 	if q.Offset >= id.depth {
 		want = 0
 	}
-	res, _, _, err := fanout(ctx, s, "snapshot_page", rc.b.n, false, func(ctx context.Context, i int) (store.SeekResult, error) {
+	reads := make([]store.ShardRead, rc.b.n)
+	for i := range reads {
 		k := s.layout.Keys(rc.b.b, i, rc.b.n)
-		return s.be.Seek(ctx, k.Snapshot(id.raw), store.SeekArgs{Mode: store.SeekTop, Limit: want, Guard: k.SnapshotMarker(id.raw)}, false)
-	})
+		reads[i] = store.ShardRead{Kind: store.ReadSeek, Key: k.Snapshot(id.raw),
+			Seek: store.SeekArgs{Mode: store.SeekTop, Limit: want, Guard: k.SnapshotMarker(id.raw)}}
+	}
+	// Exact pages need every shard: never partial, always the masters.
+	res, _, err := s.rp.Fanout(ctx, "snapshot_page", &readplan.Board{}, readplan.AllShards(rc.b.n), reads)
 	if errors.Is(err, store.ErrSnapshotExpired) {
 		return Page{}, rank.Errorf(rank.CodeSnapshotExpired, "snapshot %s expired or never existed on this board", id.raw)
 	}
@@ -118,9 +123,9 @@ func (s *Service) snapshotPage(ctx context.Context, rc *readCtx, q PageQuery) (P
 	}
 	lists := make([][]rank.Item, len(res))
 	var fetched int
-	for i, r := range res {
-		lists[i] = r.Items
-		fetched += len(r.Items)
+	for i := range res {
+		lists[i] = res[i].Seek.Items
+		fetched += len(lists[i])
 	}
 	s.m.fetched.WithLabelValues("snapshot_page").Add(float64(fetched))
 	items := mergeItems(lists, want)

@@ -113,6 +113,22 @@ func (b *flakyBackend) Seek(ctx context.Context, key string, a store.SeekArgs, r
 	return b.Backend.Seek(ctx, key, a, replica)
 }
 
+// ReadShards fails the reads of the chosen key; the rest go to Redis.
+func (b *flakyBackend) ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply) {
+	k := b.fail.Load()
+	if k == nil {
+		b.Backend.ReadShards(ctx, reads, replica, out)
+		return
+	}
+	for i, r := range reads {
+		if r.Key == *k {
+			out[i] = store.ShardReply{Err: errors.New("injected shard failure")}
+			continue
+		}
+		b.Backend.ReadShards(ctx, reads[i:i+1], replica, out[i:i+1])
+	}
+}
+
 // live drives a real in-process gateway through writes, duplicates, a late
 // event, cached and uncached reads, a partial answer, and one monitor poll,
 // and returns the names of the metric families it then exports.
@@ -254,7 +270,7 @@ func TestDashboardAndRulesUseRealMetrics(t *testing.T) {
 	// What the dashboard must show (the list), so an extraction bug
 	// cannot pass as an empty check.
 	for _, n := range []string{"rankgate_http_requests_total", "rankgate_http_request_duration_seconds",
-		"rankgate_cache_requests_total", "rankgate_fanout_shard_duration_seconds", "rankgate_partial_answers_total",
+		"rankgate_cache_requests_total", "rankgate_fanout_node_duration_seconds", "rankgate_partial_answers_total",
 		"rankgate_redis_errors_total", "rankgate_script_errors_total", "rankgate_late_events_total",
 		"rankgate_redis_node_ops_per_second", "rankgate_redis_node_used_memory_bytes",
 		"rankgate_redis_replication_lag_bytes", "rankgate_read_entries_fetched_total",

@@ -404,18 +404,7 @@ type SeekResult struct {
 func (s *Store) Seek(ctx context.Context, key string, a SeekArgs, replica bool) (SeekResult, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	moreMin, stopMin := "", ""
-	if a.MoreMin != nil {
-		moreMin = fmtScore(*a.MoreMin)
-	}
-	if a.StopMin != nil {
-		stopMin = fmtScore(*a.StopMin)
-	}
-	args := []any{a.Mode, fmtScore(a.Score), a.Member, a.Limit, moreMin, stopMin}
-	keys := []string{key}
-	if a.Guard != "" {
-		keys = append(keys, a.Guard)
-	}
+	keys, args := seekKeysArgs(key, a)
 	c, ro := s.reader(replica)
 	var cmd *redis.Cmd
 	if ro {
@@ -433,21 +422,7 @@ func (s *Store) Seek(ctx context.Context, key string, a SeekArgs, replica bool) 
 		}
 		return SeekResult{}, s.fail("seek", err)
 	}
-	arr, ok := v.([]any)
-	if !ok || len(arr) < 2 || len(arr)%2 != 0 {
-		return SeekResult{}, fmt.Errorf("seek: unexpected reply %v", v)
-	}
-	r := SeekResult{Start: toInt(arr[0]), More: toInt(arr[1]), Items: make([]rank.Item, 0, (len(arr)-2)/2)}
-	for i := 2; i < len(arr); i += 2 {
-		m, _ := arr[i].(string)
-		sc, _ := arr[i+1].(string)
-		score, err := ParseScore(sc)
-		if err != nil {
-			return SeekResult{}, fmt.Errorf("seek: %w", err)
-		}
-		r.Items = append(r.Items, rank.Item{Score: score, Member: m})
-	}
-	return r, nil
+	return parseSeek(v)
 }
 
 func toInt(v any) int64 {
@@ -482,11 +457,7 @@ type Positions struct {
 func (s *Store) Positions(ctx context.Context, key string, probes []Probe, replica bool) (Positions, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	args := make([]any, 0, 1+4*len(probes))
-	args = append(args, len(probes))
-	for _, p := range probes {
-		args = append(args, fmtScore(p.Score), p.Member, fmtScore(p.MoreMin), fmtScore(p.SameMin))
-	}
+	args := positionArgs(probes)
 	c, ro := s.reader(replica)
 	var cmd *redis.Cmd
 	if ro {
@@ -499,18 +470,7 @@ func (s *Store) Positions(ctx context.Context, key string, probes []Probe, repli
 		s.m.scriptErrors.WithLabelValues("position").Inc()
 		return Positions{}, s.fail("position", err)
 	}
-	arr, ok := v.([]any)
-	if !ok || len(arr) != 1+3*len(probes) {
-		return Positions{}, fmt.Errorf("position: unexpected reply %v", v)
-	}
-	n := len(probes)
-	p := Positions{Card: toInt(arr[0]), Ahead: make([]int64, n), More: make([]int64, n), AtLeast: make([]int64, n)}
-	for i := range probes {
-		p.Ahead[i] = toInt(arr[1+3*i])
-		p.More[i] = toInt(arr[2+3*i])
-		p.AtLeast[i] = toInt(arr[3+3*i])
-	}
-	return p, nil
+	return parsePositions(v, len(probes))
 }
 
 // Scores returns the stored scores of members in one shard (ZMSCORE); ok[i]
@@ -528,32 +488,7 @@ func (s *Store) Scores(ctx context.Context, key string, members []string, replic
 	if err != nil {
 		return nil, nil, s.fail("zmscore", err)
 	}
-	vals, isArr := v.([]any)
-	if !isArr || len(vals) != len(members) {
-		return nil, nil, fmt.Errorf("zmscore: unexpected reply %v", v)
-	}
-	scores, ok = make([]int64, len(members)), make([]bool, len(members))
-	for i, x := range vals {
-		var f float64
-		switch y := x.(type) {
-		case nil:
-			continue
-		case float64: // RESP3 double
-			f = y
-		case string: // RESP2 bulk string
-			if f, err = strconv.ParseFloat(y, 64); err != nil {
-				return nil, nil, fmt.Errorf("zmscore: bad score %q", y)
-			}
-		default:
-			return nil, nil, fmt.Errorf("zmscore: unexpected element %T", x)
-		}
-		sc, good := rank.FromFloat(f)
-		if !good {
-			return nil, nil, fmt.Errorf("zmscore: score %v is not an integer within ±2^53", f)
-		}
-		scores[i], ok[i] = sc, true
-	}
-	return scores, ok, nil
+	return parseZMScore(v, len(members))
 }
 
 // Count counts members with stored score in [lo, hi] in one shard.

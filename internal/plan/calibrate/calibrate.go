@@ -107,7 +107,7 @@ func Run(ctx context.Context, o Options) (cal plan.Calibration, err error) {
 	}()
 
 	cal.Cluster = strings.Join(o.Config.Redis.Addrs, ",")
-	cal.Counting = "a counting decorator around gateway.Backend (client commands: one per EVALSHA, ZMSCORE, ZCOUNT, INCRBY sent); " +
+	cal.Counting = "a counting decorator around gateway.Backend (client commands: one per EVALSHA, ZREVRANGE, ZMSCORE, ZCOUNT, INCRBY sent; round trips: one per node pipeline); " +
 		"server commands from INFO commandstats deltas on the masters (commands inside scripts included, as in instantaneous_ops_per_sec)"
 	if cal.RedisServer, cal.ListpackMaxEntries, cal.HashListpackMaxEntries, err = serverFacts(ctx, o.Client); err != nil {
 		return cal, err
@@ -561,7 +561,7 @@ func (r *run) measure(ctx context.Context, calls int, call func(context.Context)
 		return plan.OpMeasure{}, err
 	}
 	n := float64(calls)
-	srvCalls, srvUsec := srvAfter.delta(srvBefore, map[string]int{"zcount": c.zcount, "zcard": c.zcard})
+	srvCalls, srvUsec := srvAfter.delta(srvBefore, map[string]int{"zcount": c.zcount, "zcard": c.zcard, "zrevrange": c.zrevrange})
 	m := plan.OpMeasure{Calls: calls, ShardCommands: float64(c.shard) / n, Period: float64(c.period) / n, RoundTrips: float64(c.calls) / n,
 		ServerCommands: srvCalls / n, ServerUsec: srvUsec / n}
 	if fo := after.fanouts - before.fanouts; fo > 0 {
@@ -624,7 +624,7 @@ var (
 // delta returns the server commands (every call, inner ones included) and
 // the µs of execution of the top-level commands between two snapshots;
 // topLevel gives how many of an inner command were also sent by clients (ZCOUNT,
-// ZCARD), whose µs are estimated at the command's mean.
+// ZCARD, ZREVRANGE), whose µs are estimated at the command's mean.
 func (after cmdStats) delta(before cmdStats, topLevel map[string]int) (calls, usec float64) {
 	for name, a := range after {
 		b := before[name]

@@ -17,7 +17,8 @@ import (
 // created, so that the calibration can remove them.
 //
 // Commands per method: Write sends one EVALSHA per write (one pipeline);
-// Seek, Positions, Scores, Count and Card one command each; TakeSeq one
+// ReadShards one per read it carries (the gateway's read fan-outs); Seek,
+// Positions, Scores, Count and Card one command each; TakeSeq one
 // INCRBY on the period counter. Period (the state re-read once a second per
 // gateway), EnsurePeriod and RegisterBoards (once per period and board per
 // gateway) are not per-call costs and are not counted.
@@ -33,6 +34,7 @@ type countingBackend struct {
 type counts struct {
 	shard, period, calls int
 	zcount, zcard        int // top-level ZCOUNT and ZCARD (scripts send them too)
+	zrevrange            int // top-level ZREVRANGE: native seeks from a shard's head
 }
 
 var _ gateway.Backend = (*countingBackend)(nil)
@@ -94,6 +96,33 @@ func (c *countingBackend) Write(ctx context.Context, ws []store.Write) []store.W
 	}
 	c.add(len(ws), 0)
 	return c.Backend.Write(ctx, ws)
+}
+
+// ReadShards sends one command per read (ZREVRANGE, EVALSHA, ZMSCORE, ZCOUNT
+// or ZCARD) in one pipeline per node.
+func (c *countingBackend) ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply) {
+	n := 0
+	for _, r := range reads {
+		n += r.Commands()
+	}
+	c.add(n, 0)
+	c.mu.Lock()
+	if c.on {
+		for _, r := range reads {
+			switch r.Kind {
+			case store.ReadCount:
+				c.n.zcount++
+			case store.ReadCard:
+				c.n.zcard++
+			case store.ReadSeek:
+				if r.Seek.Native() {
+					c.n.zrevrange++
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.Backend.ReadShards(ctx, reads, replica, out)
 }
 
 func (c *countingBackend) Seek(ctx context.Context, key string, a store.SeekArgs, replica bool) (store.SeekResult, error) {

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# bench-fanout.sh — the sharded-read yardstick of issue 9 (docs/performance.md).
+# Starts (or reuses) its own Redis Cluster on BENCH_PORT..+5, a gateway on
+# 127.0.0.1:GATEWAY_PORT, loads MEMBERS members into a 16-shard board and a
+# 1-shard board straight into Redis (pipelined ZADD; skipped when already
+# loaded), then measures in ROUNDS interleaved rounds, closed loop:
+#   (a) gateway, uncached Top-100, 16 shards        (b) naive goroutine-per-shard fan-out
+#   (c) naive fan-out in one cluster pipeline        (d) one sorted set, ZREVRANGE
+#   (e) rank: gateway 16 shards vs ZREVRANK+ZSCORE   (f) gateway on the 1-shard board
+# and prints req/s per round and the ratios against the goals.
+#
+#   make bench-fanout                          # 1M members, 2 rounds, 5 s each (≈ 3-4 min)
+#   MEMBERS=100000 ROUNDS=1 make bench-fanout  # quick look
+#   BENCH_PORT=7210 GATEWAY_PORT=18200 WORKERS=8 DURATION=5s KEEP=1 make bench-fanout
+#
+# KEEP=1 leaves the cluster (and the boards) up for the next run; by default
+# the cluster is stopped at the end.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+BENCH_PORT=${BENCH_PORT:-7210}
+GATEWAY_PORT=${GATEWAY_PORT:-18200}
+MEMBERS=${MEMBERS:-1000000}
+ROUNDS=${ROUNDS:-2}
+WORKERS=${WORKERS:-8}
+DURATION=${DURATION:-5s}
+KEEP=${KEEP:-0}
+CONFIG=${CONFIG:-deploy/bench-fanout.yaml}
+OUT=${OUT:-loadtest/results/fanout-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$OUT"
+
+CLUSTER=deploy/cluster/cluster.sh
+RANKGATE_CLUSTER_NODE_TIMEOUT= RANKGATE_CLUSTER_EXTRA_ARGS= $CLUSTER -p "$BENCH_PORT" up >/dev/null
+export RANKGATE_REDIS_ADDRS
+RANKGATE_REDIS_ADDRS=$($CLUSTER -p "$BENCH_PORT" addrs)
+
+go build -o "$OUT/gateway" ./cmd/gateway
+go build -o "$OUT/fanoutbench" ./loadtest/fanoutbench
+
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if [[ $KEEP != 1 ]]; then $CLUSTER -p "$BENCH_PORT" down >/dev/null || true; fi
+}
+trap cleanup EXIT
+
+"$OUT/gateway" -config "$CONFIG" -listen "127.0.0.1:$GATEWAY_PORT" -ready-file "$OUT/ready" \
+	-log-level warn 2>"$OUT/gateway.log" &
+pids+=($!)
+for _ in $(seq 1 120); do [[ -s $OUT/ready ]] && break; sleep 0.5; done
+[[ -s $OUT/ready ]] || { echo "bench-fanout: gateway did not start; see $OUT/gateway.log" >&2; exit 1; }
+
+"$OUT/fanoutbench" -config "$CONFIG" -gateway "http://127.0.0.1:$GATEWAY_PORT" -members "$MEMBERS" \
+	-rounds "$ROUNDS" -workers "$WORKERS" -duration "$DURATION" | tee "$OUT/result.md"
+echo
+echo "bench-fanout: results in $OUT/result.md (command: MEMBERS=$MEMBERS ROUNDS=$ROUNDS WORKERS=$WORKERS DURATION=$DURATION make bench-fanout)"

@@ -1,0 +1,472 @@
+// Package readplan is the sharded read plan: how a read of a board split into
+// n shards becomes per-node pipelines and an exact merged answer. The gateway
+// (internal/gateway) and the load tool's baseline (loadtest) both run it, so
+// the baseline measures the gateway's HTTP layer and nothing else.
+//
+// Every fan-out phase (first round, second round, position probes, counts,
+// score lookups) goes out as one pipeline per Redis node — the nodes in
+// parallel, each under its own deadline — never a goroutine and a round trip
+// per shard. Errors still name their shard, the first one cancels the other
+// nodes, and with AllowPartial a failed node costs only its own shards.
+package readplan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rankgate/rankgate/internal/merge"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// Backend is the Redis work a read plan needs; *store.Store implements it.
+type Backend interface {
+	// NodeOf names the node serving key ("" for one node or unknown).
+	NodeOf(ctx context.Context, key string) string
+	// ReadShards runs reads as one pipeline and writes out[i] for reads[i].
+	ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply)
+}
+
+var _ Backend = (*store.Store)(nil)
+
+// Observer sees a plan's work; nil observes nothing.
+type Observer interface {
+	// Fanout: one fan-out phase asked this many shards.
+	Fanout(op string, shards int)
+	// RoundTrip: one node's pipeline took d.
+	RoundTrip(op string, d time.Duration)
+	// ShardError: one shard's read failed (not counted when cancelled).
+	ShardError(op string)
+	// Fetched: entries read by ordered reads.
+	Fetched(op string, n int)
+}
+
+// Reader runs read plans against a Backend.
+type Reader struct {
+	Backend Backend
+	// Timeout bounds each node's round trip.
+	Timeout time.Duration
+	Obs     Observer
+}
+
+// Board is one read's view of a board: its shard keys (index = shard) and
+// the read's options.
+type Board struct {
+	Keys         []string
+	Replica      bool
+	AllowPartial bool
+}
+
+// N is the board's shard count.
+func (b *Board) N() int { return len(b.Keys) }
+
+// Unavailable turns a backend failure into a 503 unless it already carries a
+// code (or is the caller's own cancellation).
+func Unavailable(err error) error {
+	var re *rank.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	return rank.Unavailable(err, "a shard did not answer; retry")
+}
+
+// group is the reads of one node: indexes into the fan-out's reads.
+type group struct {
+	node string
+	idx  []int
+}
+
+// Fanout runs reads (reads[j] reads shard shards[j]) as one pipeline per node,
+// the nodes in parallel, each under its own deadline, and returns every
+// reply indexed like reads. By default the first failure cancels the other
+// nodes and fails the read (exact ranks need every shard); errors name their
+// shard. With b.AllowPartial failures are collected: replies carry their own
+// Err and missing lists the shards that did not answer (sorted, once each);
+// if none answered it fails.
+func (r *Reader) Fanout(ctx context.Context, op string, b *Board, shards []int, reads []store.ShardRead) (out []store.ShardReply, missing []int, err error) {
+	n := len(reads)
+	if r.Obs != nil {
+		r.Obs.Fanout(op, len(shards))
+	}
+	out = make([]store.ShardReply, n)
+	groups := r.group(ctx, reads)
+	run := func(ctx context.Context, g group) error {
+		cctx, cancel := context.WithTimeout(ctx, r.Timeout)
+		defer cancel()
+		start := time.Now()
+		if len(g.idx) == n { // one node: no regrouping
+			r.Backend.ReadShards(cctx, reads, b.Replica, out)
+		} else {
+			rs := make([]store.ShardRead, len(g.idx))
+			for k, j := range g.idx {
+				rs[k] = reads[j]
+			}
+			os := make([]store.ShardReply, len(g.idx))
+			r.Backend.ReadShards(cctx, rs, b.Replica, os)
+			for k, j := range g.idx {
+				out[j] = os[k]
+			}
+		}
+		if r.Obs != nil {
+			r.Obs.RoundTrip(op, time.Since(start))
+		}
+		var first error
+		for _, j := range g.idx {
+			e := out[j].Err
+			if e == nil {
+				continue
+			}
+			if ctx.Err() == nil && !errors.Is(e, store.ErrSnapshotExpired) && r.Obs != nil {
+				r.Obs.ShardError(op)
+			}
+			out[j].Err = fmt.Errorf("%s from shard %d: %w", op, shards[j], e)
+			if first == nil {
+				first = out[j].Err
+			}
+		}
+		return first
+	}
+	if !b.AllowPartial {
+		if len(groups) == 1 {
+			if err := run(ctx, groups[0]); err != nil {
+				return nil, nil, Unavailable(err)
+			}
+			return out, nil, nil
+		}
+		eg, gctx := errgroup.WithContext(ctx)
+		for _, g := range groups[1:] {
+			eg.Go(func() error { return run(gctx, g) })
+		}
+		eg.Go(func() error { return run(gctx, groups[0]) })
+		if err := eg.Wait(); err != nil {
+			return nil, nil, Unavailable(err)
+		}
+		return out, nil, nil
+	}
+	if len(groups) == 1 {
+		_ = run(ctx, groups[0])
+	} else {
+		var wg sync.WaitGroup
+		for _, g := range groups {
+			wg.Go(func() { _ = run(ctx, g) })
+		}
+		wg.Wait()
+	}
+	var errs []error
+	failed := 0
+	for j := range out {
+		if out[j].Err != nil {
+			failed++
+			errs = append(errs, out[j].Err)
+			missing = append(missing, shards[j])
+		}
+	}
+	if failed == n && n > 0 {
+		return nil, nil, Unavailable(errors.Join(errs...))
+	}
+	slices.Sort(missing)
+	return out, slices.Compact(missing), nil
+}
+
+// group splits reads by the node that serves them, in first-seen order.
+func (r *Reader) group(ctx context.Context, reads []store.ShardRead) []group {
+	var gs []group
+	for j := range reads {
+		node := r.Backend.NodeOf(ctx, reads[j].Key)
+		k := 0
+		for k < len(gs) && gs[k].node != node {
+			k++
+		}
+		if k == len(gs) {
+			gs = append(gs, group{node: node, idx: make([]int, 0, len(reads))})
+		}
+		gs[k].idx = append(gs[k].idx, j)
+	}
+	return gs
+}
+
+// AllShards is 0..n-1.
+func AllShards(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// mergers recycles merge state so a fan-out allocates only its result.
+var mergers = sync.Pool{New: func() any { return merge.NewMerger(rank.Before) }}
+
+// MergeInto merges the first want items of lists into dst[:0].
+func MergeInto(dst []rank.Item, lists [][]rank.Item, want int) []rank.Item {
+	m := mergers.Get().(*merge.Merger[rank.Item])
+	defer mergers.Put(m)
+	return m.Merge(dst[:0], lists, want)
+}
+
+// FirstDepth is how many entries to ask each of n shards for when the merged
+// answer needs want: the expected share want/n plus 2.5 standard deviations
+// of a binomial spread (members hash uniformly), plus one. Shards that turn
+// out to hold more of the answer are asked again (SeekAll), so the depth only
+// trades round trips for entries read, never exactness.
+func FirstDepth(want, n int) int {
+	if n <= 1 || want <= 1 {
+		return want
+	}
+	p := 1 / float64(n)
+	mean := float64(want) * p
+	sd := math.Sqrt(float64(want) * p * (1 - p))
+	return min(want, int(math.Ceil(mean+2.5*sd))+1)
+}
+
+// Seeked is the answer of SeekAll.
+type Seeked struct {
+	Items []rank.Item
+	// Start and More are Σ start and Σ more of the first round: the position
+	// of the first item and the count of the cursor's better-pointed members.
+	Start, More int64
+	Missing     []int
+}
+
+// SeekAll runs one seek on every shard and merges the first want items. It
+// asks each shard for FirstDepth entries first (from the head of a shard that
+// is one ZREVRANGE), then asks again — from its last returned entry — only
+// the shards whose last entry still ranks ahead of the current want-th
+// merged entry, for as many as they could still contribute.
+func (r *Reader) SeekAll(ctx context.Context, op string, b *Board, a store.SeekArgs, want int) (Seeked, error) {
+	n := b.N()
+	first := a
+	first.Limit = FirstDepth(want, n)
+	reads := make([]store.ShardRead, n)
+	for i := range reads {
+		reads[i] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i], Seek: first}
+	}
+	res, missing, err := r.Fanout(ctx, op, b, AllShards(n), reads)
+	if err != nil {
+		return Seeked{}, err
+	}
+	lists := make([][]rank.Item, n)
+	var out Seeked
+	fetched := 0
+	for i := range res {
+		if res[i].Err != nil {
+			continue
+		}
+		s := &res[i].Seek
+		lists[i] = s.Items
+		out.Start += s.Start
+		out.More += s.More
+		fetched += len(s.Items)
+	}
+	items := MergeInto(make([]rank.Item, 0, want), lists, want)
+	if first.Limit < want {
+		var again []int
+		for i, l := range lists {
+			if res[i].Err != nil || len(l) < first.Limit {
+				continue // failed, or exhausted: nothing more to give
+			}
+			if len(items) < want || rank.Before(l[len(l)-1], items[want-1]) {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			reads2 := reads[:len(again)]
+			for j, i := range again {
+				last := lists[i][len(lists[i])-1]
+				reads2[j] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i], Seek: store.SeekArgs{
+					Mode: store.SeekAfter, Score: last.Score, Member: last.Member, Limit: want - len(lists[i]), StopMin: a.StopMin}}
+			}
+			res2, missing2, err := r.Fanout(ctx, op+"_more", b, again, reads2)
+			switch {
+			case err != nil && b.AllowPartial && ctx.Err() == nil:
+				// Every re-asked shard failed: keep what they gave at first.
+				missing = append(missing, again...)
+			case err != nil:
+				return Seeked{}, err
+			default:
+				for j := range res2 {
+					if res2[j].Err == nil {
+						i := again[j]
+						lists[i] = append(lists[i][:len(lists[i]):len(lists[i])], res2[j].Seek.Items...)
+						fetched += len(res2[j].Seek.Items)
+					}
+				}
+				missing = append(missing, missing2...)
+			}
+			items = MergeInto(items, lists, want)
+		}
+	}
+	if r.Obs != nil {
+		r.Obs.Fetched(op, fetched)
+	}
+	slices.Sort(missing)
+	out.Items, out.Missing = items, slices.Compact(missing)
+	return out, nil
+}
+
+// Count sums the members with stored score in [lo, hi] over every shard.
+func (r *Reader) Count(ctx context.Context, op string, b *Board, lo, hi int64) (int64, []int, error) {
+	reads := make([]store.ShardRead, b.N())
+	for i := range reads {
+		reads[i] = store.ShardRead{Kind: store.ReadCount, Key: b.Keys[i], Lo: lo, Hi: hi}
+	}
+	res, missing, err := r.Fanout(ctx, op, b, AllShards(b.N()), reads)
+	if err != nil {
+		return 0, nil, err
+	}
+	var n int64
+	for i := range res {
+		if res[i].Err == nil {
+			n += res[i].N
+		}
+	}
+	return n, missing, nil
+}
+
+// Score reads a member's stored score on its home shard; found is false
+// when the member is not on the board.
+func (r *Reader) Score(ctx context.Context, b *Board, home int, user string) (score int64, found bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	var out [1]store.ShardReply
+	r.Backend.ReadShards(cctx, []store.ShardRead{{Kind: store.ReadScores, Key: b.Keys[home], Members: []string{user}}}, b.Replica, out[:])
+	if out[0].Err != nil {
+		return 0, false, rank.Unavailable(out[0].Err, "score from shard %d", home)
+	}
+	return out[0].Scores[0], out[0].Found[0], nil
+}
+
+// Scores reads the stored scores of members grouped by home shard
+// (byShard[i] lists shard i's members), one ZMSCORE per shard that has any.
+// found[i][k] says whether byShard[i][k] is on the board.
+func (r *Reader) Scores(ctx context.Context, op string, b *Board, byShard [][]string) (scores [][]int64, found [][]bool, missing []int, err error) {
+	var shards []int
+	var reads []store.ShardRead
+	for i, ms := range byShard {
+		if len(ms) > 0 {
+			shards = append(shards, i)
+			reads = append(reads, store.ShardRead{Kind: store.ReadScores, Key: b.Keys[i], Members: ms})
+		}
+	}
+	scores, found = make([][]int64, len(byShard)), make([][]bool, len(byShard))
+	if len(reads) == 0 {
+		return scores, found, nil, nil
+	}
+	res, missing, err := r.Fanout(ctx, op, b, shards, reads)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for j, i := range shards {
+		if res[j].Err == nil {
+			scores[i], found[i] = res[j].Scores, res[j].Found
+		}
+	}
+	return scores, found, missing, nil
+}
+
+// Standing sums position probes over every shard.
+type Standing struct {
+	Card               int64
+	Ahead, More, Least []int64 // per probe: ahead in order, strictly more points, at least as many
+}
+
+// RankOf is probe j's rank under mode.
+func (st Standing) RankOf(mode rank.RankMode, j int) int64 {
+	if mode == rank.Competition {
+		return st.More[j] + 1
+	}
+	return st.Ahead[j] + 1
+}
+
+// Probe asks every shard where each (score, member) stands.
+func (r *Reader) Probe(ctx context.Context, op string, b *Board, enc rank.Encoding, items []rank.Item) (Standing, []int, error) {
+	probes := make([]store.Probe, len(items))
+	for i, it := range items {
+		p := enc.PointsOf(it.Score)
+		probes[i] = store.Probe{Score: it.Score, Member: it.Member, MoreMin: enc.MinScoreAbove(p), SameMin: enc.MinScoreOf(p)}
+	}
+	reads := make([]store.ShardRead, b.N())
+	for i := range reads {
+		reads[i] = store.ShardRead{Kind: store.ReadPositions, Key: b.Keys[i], Probes: probes}
+	}
+	res, missing, err := r.Fanout(ctx, op, b, AllShards(b.N()), reads)
+	if err != nil {
+		return Standing{}, nil, err
+	}
+	m := len(items)
+	cols := make([]int64, 3*m)
+	st := Standing{Ahead: cols[:m:m], More: cols[m : 2*m : 2*m], Least: cols[2*m:]}
+	for i := range res {
+		if res[i].Err != nil {
+			continue
+		}
+		p := &res[i].Positions
+		st.Card += p.Card
+		for j := 0; j < m; j++ {
+			st.Ahead[j] += p.Ahead[j]
+			st.More[j] += p.More[j]
+			st.Least[j] += p.AtLeast[j]
+		}
+	}
+	return st, missing, nil
+}
+
+// Window is the answer of Around: the entries around a member in board order
+// (the member included), the position of the first, and the count of members
+// with strictly more points than the member.
+type Window struct {
+	Items   []rank.Item
+	Up      int // entries before the member
+	First   int64
+	More    int64
+	Missing []int
+}
+
+// Around reads up to radius entries before and after (score, user) on every
+// shard — two seeks per shard in the same per-node pipelines — and merges
+// them around the member.
+func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encoding, score int64, user string, radius int) (Window, error) {
+	n := b.N()
+	moreSelf := enc.MinScoreAbove(enc.PointsOf(score))
+	reads := make([]store.ShardRead, 2*n)
+	shards := make([]int, 2*n)
+	for i := 0; i < n; i++ {
+		shards[2*i], shards[2*i+1] = i, i
+		reads[2*i] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i],
+			Seek: store.SeekArgs{Mode: store.SeekBefore, Score: score, Member: user, Limit: radius, MoreMin: &moreSelf}}
+		reads[2*i+1] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i],
+			Seek: store.SeekArgs{Mode: store.SeekAfter, Score: score, Member: user, Limit: radius}}
+	}
+	res, missing, err := r.Fanout(ctx, op, b, shards, reads)
+	if err != nil {
+		return Window{}, err
+	}
+	ups, downs := make([][]rank.Item, 0, n), make([][]rank.Item, 0, n)
+	var p, more int64
+	fetched := 0
+	for i := 0; i < n; i++ {
+		up, down := &res[2*i], &res[2*i+1]
+		if up.Err != nil || down.Err != nil {
+			continue // the shard is in missing: both its seeks count as lost
+		}
+		ups, downs = append(ups, up.Seek.Items), append(downs, down.Seek.Items)
+		p += up.Seek.Start + int64(len(up.Seek.Items)) // members ahead of self in shard i
+		more += up.Seek.More
+		fetched += len(up.Seek.Items) + len(down.Seek.Items)
+	}
+	if r.Obs != nil {
+		r.Obs.Fetched(op, fetched)
+	}
+	upM := merge.Last(nil, ups, radius, rank.Before)
+	downM := merge.Merge(nil, downs, radius, rank.Before)
+	items := make([]rank.Item, 0, len(upM)+1+len(downM))
+	items = append(append(append(items, upM...), rank.Item{Score: score, Member: user}), downM...)
+	return Window{Items: items, Up: len(upM), First: p - int64(len(upM)), More: more, Missing: missing}, nil
+}

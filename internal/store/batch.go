@@ -1,0 +1,298 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/rank"
+)
+
+// ReadKind selects what one ShardRead asks.
+type ReadKind uint8
+
+// Read kinds.
+const (
+	ReadSeek      ReadKind = iota + 1 // Seek: ZREVRANGE from the head, else seek.lua
+	ReadPositions                     // Probes: position.lua
+	ReadScores                        // Members: ZMSCORE
+	ReadCount                         // Lo, Hi: ZCOUNT
+	ReadCard                          // ZCARD
+)
+
+// ShardRead is one read of one shard key inside a batch.
+type ShardRead struct {
+	Kind    ReadKind
+	Key     string
+	Seek    SeekArgs
+	Probes  []Probe
+	Members []string
+	Lo, Hi  int64
+}
+
+// ShardReply is the answer to one ShardRead; Err is that read's own error
+// (a failed node fails only the reads it serves).
+type ShardReply struct {
+	Seek      SeekResult
+	Positions Positions
+	Scores    []int64
+	Found     []bool
+	N         int64 // ReadCount, ReadCard
+	Err       error
+}
+
+// Commands returns how many Redis commands a read sends (one each: a
+// ZREVRANGE, an EVALSHA, a ZMSCORE, a ZCOUNT or a ZCARD).
+func (r ShardRead) Commands() int { return 1 }
+
+// Native reports whether a seek is answered by a plain ZREVRANGE: a read from
+// the head of a shard with no count and no floor (every first round of a
+// Top-N and of an offset page). Every other seek needs seek.lua.
+func (a SeekArgs) Native() bool {
+	return a.Mode == SeekTop && a.MoreMin == nil && a.StopMin == nil && a.Guard == ""
+}
+
+// NodeOf names the master that serves key, for grouping a fan-out into one
+// pipeline per node; "" on a standalone node (everything is one node) or
+// when the slot map is not known yet (go-redis still routes every command).
+func (s *Store) NodeOf(ctx context.Context, key string) string {
+	cc, ok := s.rw.(*redis.ClusterClient)
+	if !ok {
+		return ""
+	}
+	n, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return ""
+	}
+	return n.Options().Addr
+}
+
+// ReadShards sends every read in one pipeline — one round trip per node
+// (go-redis splits a cluster pipeline by node, runs the nodes in parallel and
+// follows MOVED/ASK) — and writes each answer into out[i] (len(out) ≥
+// len(reads)). Seeks from the head of a shard are a native ZREVRANGE; the
+// other seeks and the position probes run their scripts with EVALSHA (a
+// NOSCRIPT inside the pipeline is re-run alone, which falls back to EVAL).
+func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool, out []ShardReply) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	c, ro := s.reader(replica)
+	cmds := make([]redis.Cmder, len(reads))
+	pipe := c.Pipeline()
+	for i := range reads {
+		cmds[i] = s.queueRead(ctx, pipe, &reads[i], ro)
+	}
+	_, _ = pipe.Exec(ctx) // per-command errors are read below
+	for i := range reads {
+		r := &reads[i]
+		cmd := cmds[i]
+		if sc, ok := cmd.(*redis.Cmd); ok && isNoScript(sc.Err()) {
+			s.m.noscript.Inc()
+			cmd = s.runScriptAlone(ctx, c, r, ro)
+		}
+		out[i] = s.parseRead(r, cmd)
+	}
+}
+
+func (s *Store) queueRead(ctx context.Context, p redis.Pipeliner, r *ShardRead, ro bool) redis.Cmder {
+	switch r.Kind {
+	case ReadSeek:
+		if r.Seek.Native() {
+			return p.ZRevRangeWithScores(ctx, r.Key, 0, int64(r.Seek.Limit)-1)
+		}
+		keys, args := seekKeysArgs(r.Key, r.Seek)
+		if ro {
+			return seekScript.EvalShaRO(ctx, p, keys, args...)
+		}
+		return seekScript.EvalSha(ctx, p, keys, args...)
+	case ReadPositions:
+		args := positionArgs(r.Probes)
+		if ro {
+			return positionScript.EvalShaRO(ctx, p, []string{r.Key}, args...)
+		}
+		return positionScript.EvalSha(ctx, p, []string{r.Key}, args...)
+	case ReadScores:
+		// A generic command: ZMSCORE's nil for an absent member must survive.
+		args := make([]any, 0, 2+len(r.Members))
+		args = append(args, "ZMSCORE", r.Key)
+		for _, m := range r.Members {
+			args = append(args, m)
+		}
+		return p.Do(ctx, args...)
+	case ReadCount:
+		return p.ZCount(ctx, r.Key, fmtScore(r.Lo), fmtScore(r.Hi))
+	case ReadCard:
+		return p.ZCard(ctx, r.Key)
+	}
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(fmt.Errorf("store: unknown read kind %d", r.Kind))
+	return cmd
+}
+
+// runScriptAlone re-runs a script read that met NOSCRIPT: Run loads it.
+func (s *Store) runScriptAlone(ctx context.Context, c redis.UniversalClient, r *ShardRead, ro bool) redis.Cmder {
+	sc, keys, args := seekScript, []string(nil), []any(nil)
+	if r.Kind == ReadPositions {
+		sc, keys, args = positionScript, []string{r.Key}, positionArgs(r.Probes)
+	} else {
+		keys, args = seekKeysArgs(r.Key, r.Seek)
+	}
+	if ro {
+		return sc.RunRO(ctx, c, keys, args...)
+	}
+	return sc.Run(ctx, c, keys, args...)
+}
+
+func (s *Store) parseRead(r *ShardRead, cmd redis.Cmder) ShardReply {
+	var out ShardReply
+	err := cmd.Err()
+	switch r.Kind {
+	case ReadSeek:
+		if redis.HasErrorPrefix(err, "SNAPSHOT_EXPIRED") {
+			out.Err = ErrSnapshotExpired
+			return out
+		}
+		if err != nil {
+			if !r.Seek.Native() && !errors.Is(err, context.Canceled) {
+				s.m.scriptErrors.WithLabelValues("seek").Inc()
+			}
+			out.Err = s.fail("seek", err)
+			return out
+		}
+		if zc, ok := cmd.(*redis.ZSliceCmd); ok {
+			out.Seek, out.Err = parseZSlice(zc.Val())
+		} else {
+			out.Seek, out.Err = parseSeek(cmd.(*redis.Cmd).Val())
+		}
+	case ReadPositions:
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				s.m.scriptErrors.WithLabelValues("position").Inc()
+			}
+			out.Err = s.fail("position", err)
+			return out
+		}
+		out.Positions, out.Err = parsePositions(cmd.(*redis.Cmd).Val(), len(r.Probes))
+	case ReadScores:
+		if err != nil {
+			out.Err = s.fail("zmscore", err)
+			return out
+		}
+		out.Scores, out.Found, out.Err = parseZMScore(cmd.(*redis.Cmd).Val(), len(r.Members))
+	case ReadCount:
+		out.N, err = cmd.(*redis.IntCmd).Result()
+		out.Err = s.fail("zcount", err)
+	case ReadCard:
+		out.N, err = cmd.(*redis.IntCmd).Result()
+		out.Err = s.fail("zcard", err)
+	default:
+		out.Err = err
+	}
+	return out
+}
+
+func seekKeysArgs(key string, a SeekArgs) ([]string, []any) {
+	moreMin, stopMin := "", ""
+	if a.MoreMin != nil {
+		moreMin = fmtScore(*a.MoreMin)
+	}
+	if a.StopMin != nil {
+		stopMin = fmtScore(*a.StopMin)
+	}
+	keys := []string{key}
+	if a.Guard != "" {
+		keys = append(keys, a.Guard)
+	}
+	return keys, []any{a.Mode, fmtScore(a.Score), a.Member, a.Limit, moreMin, stopMin}
+}
+
+func positionArgs(probes []Probe) []any {
+	args := make([]any, 0, 1+4*len(probes))
+	args = append(args, len(probes))
+	for _, p := range probes {
+		args = append(args, fmtScore(p.Score), p.Member, fmtScore(p.MoreMin), fmtScore(p.SameMin))
+	}
+	return args
+}
+
+// parseZSlice turns a ZREVRANGE … WITHSCORES reply into a seek result from
+// the head of the shard (no count asked: More is -1, as seek.lua answers).
+func parseZSlice(zs []redis.Z) (SeekResult, error) {
+	r := SeekResult{More: -1, Items: make([]rank.Item, len(zs))}
+	for i, z := range zs {
+		sc, ok := rank.FromFloat(z.Score)
+		if !ok {
+			return SeekResult{}, fmt.Errorf("seek: score %v is not an integer within ±2^53", z.Score)
+		}
+		m, _ := z.Member.(string)
+		r.Items[i] = rank.Item{Score: sc, Member: m}
+	}
+	return r, nil
+}
+
+func parseSeek(v any) (SeekResult, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) < 2 || len(arr)%2 != 0 {
+		return SeekResult{}, fmt.Errorf("seek: unexpected reply %v", v)
+	}
+	r := SeekResult{Start: toInt(arr[0]), More: toInt(arr[1]), Items: make([]rank.Item, 0, (len(arr)-2)/2)}
+	for i := 2; i < len(arr); i += 2 {
+		m, _ := arr[i].(string)
+		sc, _ := arr[i+1].(string)
+		score, err := ParseScore(sc)
+		if err != nil {
+			return SeekResult{}, fmt.Errorf("seek: %w", err)
+		}
+		r.Items = append(r.Items, rank.Item{Score: score, Member: m})
+	}
+	return r, nil
+}
+
+func parsePositions(v any, n int) (Positions, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 1+3*n {
+		return Positions{}, fmt.Errorf("position: unexpected reply %v", v)
+	}
+	// One backing array for the three columns.
+	cols := make([]int64, 3*n)
+	p := Positions{Card: toInt(arr[0]), Ahead: cols[:n:n], More: cols[n : 2*n : 2*n], AtLeast: cols[2*n:]}
+	for i := 0; i < n; i++ {
+		p.Ahead[i] = toInt(arr[1+3*i])
+		p.More[i] = toInt(arr[2+3*i])
+		p.AtLeast[i] = toInt(arr[3+3*i])
+	}
+	return p, nil
+}
+
+// parseZMScore reads a ZMSCORE reply: a score per member, nil when absent.
+func parseZMScore(v any, n int) (scores []int64, found []bool, err error) {
+	vals, isArr := v.([]any)
+	if !isArr || len(vals) != n {
+		return nil, nil, fmt.Errorf("zmscore: unexpected reply %v", v)
+	}
+	scores, found = make([]int64, n), make([]bool, n)
+	for i, x := range vals {
+		var f float64
+		switch y := x.(type) {
+		case nil:
+			continue
+		case float64: // RESP3 double
+			f = y
+		case string: // RESP2 bulk string
+			if f, err = strconv.ParseFloat(y, 64); err != nil {
+				return nil, nil, fmt.Errorf("zmscore: bad score %q", y)
+			}
+		default:
+			return nil, nil, fmt.Errorf("zmscore: unexpected element %T", x)
+		}
+		sc, good := rank.FromFloat(f)
+		if !good {
+			return nil, nil, fmt.Errorf("zmscore: score %v is not an integer within ±2^53", f)
+		}
+		scores[i], found[i] = sc, true
+	}
+	return scores, found, nil
+}

@@ -1,0 +1,126 @@
+package store_test
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// batchBoard writes members u000… onto a 16-shard board (ties included) and
+// returns its shard keys.
+func batchBoard(t *testing.T, e *env, members int) []string {
+	t.Helper()
+	ctx := ctxT(t, 20*time.Second)
+	b := shard.Board{Family: "learning", Period: "2026-W34", DimType: shard.National}
+	const n = 16
+	var ws []store.Write
+	for j := 0; j < members; j++ {
+		m := fmt.Sprintf("u%03d", j)
+		ws = append(ws, store.Write{Kind: store.KindApply, Keys: e.layout.Keys(b, shard.Of(m, n), n),
+			EventID: "e" + m, Member: m, Mode: "sum", Value: int64(j%9) * 10, MaxPoints: 1 << 40, NowMs: 1, Rules: "r1"})
+	}
+	for i, r := range e.s.Write(ctx, ws) {
+		if r.Err != nil {
+			t.Fatalf("write %d: %v", i, r.Err)
+		}
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = e.layout.ZKey(b, i, n)
+	}
+	return keys
+}
+
+// TestReadShardsMatchesPerShardReads: one pipelined batch of every read kind
+// — native ZREVRANGE seeks, scripted seeks, position probes, ZMSCORE with an
+// absent member, ZCOUNT, ZCARD — answers exactly what the per-shard calls
+// answer, each reply in its read's slot.
+func TestReadShardsMatchesPerShardReads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := batchBoard(t, e, 200)
+	ctx := ctxT(t, 20*time.Second)
+	more := int64(30)
+	var reads []store.ShardRead
+	for i, k := range keys {
+		reads = append(reads,
+			store.ShardRead{Kind: store.ReadSeek, Key: k, Seek: store.SeekArgs{Mode: store.SeekTop, Limit: 5}},
+			store.ShardRead{Kind: store.ReadSeek, Key: k, Seek: store.SeekArgs{Mode: store.SeekAfter, Score: 40, Member: "u100", Limit: 4, MoreMin: &more}},
+			store.ShardRead{Kind: store.ReadPositions, Key: k, Probes: []store.Probe{{Score: 40, Member: "u050", MoreMin: 41, SameMin: 40}, {Score: 0, Member: "zz", MoreMin: 1, SameMin: 0}}},
+			store.ShardRead{Kind: store.ReadScores, Key: k, Members: []string{fmt.Sprintf("u%03d", i), "absent"}},
+			store.ShardRead{Kind: store.ReadCount, Key: k, Lo: 20, Hi: 50},
+			store.ShardRead{Kind: store.ReadCard, Key: k},
+		)
+	}
+	if !reads[0].Seek.Native() || reads[1].Seek.Native() {
+		t.Fatal("the first seek must be native and the second scripted")
+	}
+	out := make([]store.ShardReply, len(reads))
+	e.s.ReadShards(ctx, reads, false, out)
+	for j, r := range reads {
+		var want store.ShardReply
+		switch r.Kind {
+		case store.ReadSeek:
+			want.Seek, want.Err = e.s.Seek(ctx, r.Key, r.Seek, false)
+		case store.ReadPositions:
+			want.Positions, want.Err = e.s.Positions(ctx, r.Key, r.Probes, false)
+		case store.ReadScores:
+			want.Scores, want.Found, want.Err = e.s.Scores(ctx, r.Key, r.Members, false)
+		case store.ReadCount:
+			want.N, want.Err = e.s.Count(ctx, r.Key, r.Lo, r.Hi, false)
+		case store.ReadCard:
+			want.N, want.Err = e.s.Card(ctx, r.Key, false)
+		}
+		if want.Err != nil {
+			t.Fatalf("read %d per shard: %v", j, want.Err)
+		}
+		if r.Kind == store.ReadSeek && len(want.Seek.Items) == 0 {
+			want.Seek.Items = []rank.Item{}
+		}
+		if r.Kind == store.ReadSeek && len(out[j].Seek.Items) == 0 {
+			out[j].Seek.Items = []rank.Item{}
+		}
+		if !reflect.DeepEqual(out[j], want) {
+			t.Fatalf("read %d (%+v):\n batch %+v\n alone %+v", j, r, out[j], want)
+		}
+	}
+	if out[3].Found[1] || !out[3].Found[0] {
+		t.Fatalf("ZMSCORE found = %v, want [true false]", out[3].Found)
+	}
+}
+
+// TestReadShardsNoScript: a node with an empty script cache answers NOSCRIPT
+// to a pipelined EVALSHA; ReadShards re-runs those reads alone (EVAL) and
+// answers them. Not parallel (it flushes the scripts), like
+// TestNoScriptRecoveredInPipeline.
+func TestReadShardsNoScript(t *testing.T) {
+	e := newEnv(t)
+	keys := batchBoard(t, e, 64)
+	ctx := ctxT(t, 20*time.Second)
+	reads := make([]store.ShardRead, len(keys))
+	for i, k := range keys {
+		reads[i] = store.ShardRead{Kind: store.ReadSeek, Key: k, Seek: store.SeekArgs{Mode: store.SeekAfter, Score: 1 << 30, Member: "", Limit: 3}}
+	}
+	want := make([]store.ShardReply, len(keys))
+	e.s.ReadShards(ctx, reads, false, want)
+	before := counterValue(t, e.reg, noscriptMetric)
+	flushScripts(t, ctx, e.cc)
+	got := make([]store.ShardReply, len(keys))
+	e.s.ReadShards(ctx, reads, false, got)
+	for i := range got {
+		if got[i].Err != nil || !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("shard %d after SCRIPT FLUSH: %+v (%v), want %+v", i, got[i], got[i].Err, want[i])
+		}
+	}
+	if d := counterValue(t, e.reg, noscriptMetric) - before; d < 1 {
+		t.Logf("no NOSCRIPT met: another process reloaded the scripts right after the flush")
+	}
+	if err := store.Preload(ctx, e.c); err != nil {
+		t.Fatalf("Preload: %v", err)
+	}
+}

@@ -1,0 +1,470 @@
+// Command fanoutbench is the yardstick of issue 9 (`make bench-fanout`): on
+// one cluster, in interleaved rounds, it measures an uncached Top-100, a
+// member's rank and around-me through the gateway over HTTP on a board of
+// 16 shards and on a 1-shard board of the same members (which is one
+// unsharded sorted set), against what a program would do straight on Redis:
+// the naive fan-out (a goroutine per shard asking each shard for 100), the
+// same fan-out in one cluster pipeline, ZREVRANGE on the one sorted set, and
+// ZREVRANK+ZSCORE on it. It prints req/s per round and the ratios.
+//
+// It talks HTTP to the gateway and, for the prefill and the direct-to-Redis
+// yardsticks, straight to Redis — like the load tool's baseline.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/merge"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/store"
+	"github.com/rankgate/rankgate/internal/workload"
+)
+
+type options struct {
+	config, gateway string
+	fam16, fam1     string
+	members         int
+	rounds, workers int
+	duration        time.Duration
+	prefill         bool
+	limit, radius   int
+	only            string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.config, "config", "deploy/bench-fanout.yaml", "gateway config (Redis addresses, prefix, families)")
+	flag.StringVar(&o.gateway, "gateway", "http://127.0.0.1:18200", "gateway base URL")
+	flag.StringVar(&o.fam16, "family16", "fan16", "family whose national board has many shards")
+	flag.StringVar(&o.fam1, "family1", "fan1", "family whose national board has one shard")
+	flag.IntVar(&o.members, "members", 1_000_000, "members on each board")
+	flag.IntVar(&o.rounds, "rounds", 2, "interleaved rounds")
+	flag.IntVar(&o.workers, "workers", 8, "closed-loop workers")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "time per measurement")
+	flag.BoolVar(&o.prefill, "prefill", true, "load the boards straight into Redis first (pipelined ZADD)")
+	flag.IntVar(&o.limit, "limit", 100, "Top-N")
+	flag.IntVar(&o.radius, "radius", 5, "around-me radius (2r+1 entries)")
+	flag.StringVar(&o.only, "only", "", "comma list of measurements to run (default all)")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "fanoutbench:", err)
+		os.Exit(1)
+	}
+}
+
+// board is one family's national board: its shard keys and encoding.
+type board struct {
+	fam   string
+	keys  []string
+	enc   rank.Encoding
+	pk    shard.PeriodKeys
+	rules string
+}
+
+func boardOf(cfg *config.Config, name string) (board, error) {
+	f, ok := cfg.Families[name]
+	if !ok {
+		return board{}, fmt.Errorf("family %q is not in the config", name)
+	}
+	d, ok := f.Dimensions[shard.National]
+	if !ok {
+		return board{}, fmt.Errorf("family %q has no national dimension", name)
+	}
+	p := f.PeriodSpec().At(time.Now())
+	layout := shard.Layout{Prefix: cfg.Redis.Prefix}
+	b := shard.Board{Family: name, Period: p.ID, DimType: shard.National}
+	out := board{fam: name, keys: make([]string, d.Shards), enc: f.Encoding(), pk: layout.Period(name, p.ID), rules: f.RulesVersion}
+	for i := range out.keys {
+		out.keys[i] = layout.ZKey(b, i, d.Shards)
+	}
+	return out, nil
+}
+
+func member(j int) string { return fmt.Sprintf("u%07d", j) }
+
+func run(o options) error {
+	cfg, err := config.Load(o.config)
+	if err != nil {
+		return err
+	}
+	cfg.ApplyEnv(os.Getenv)
+	for _, a := range cfg.Redis.Addrs {
+		if !strings.HasPrefix(a, "127.") && !strings.HasPrefix(a, "localhost:") {
+			return fmt.Errorf("redis address %s is not loopback", a)
+		}
+	}
+	b16, err := boardOf(cfg, o.fam16)
+	if err != nil {
+		return err
+	}
+	b1, err := boardOf(cfg, o.fam1)
+	if err != nil {
+		return err
+	}
+	if len(b1.keys) != 1 {
+		return fmt.Errorf("family %s has %d shards, want 1", o.fam1, len(b1.keys))
+	}
+	rc, err := store.NewClient(store.ClientOptions{Addrs: cfg.Redis.Addrs, PoolSize: 4 * o.workers, Cluster: len(cfg.Redis.Addrs) > 1})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	ctx := context.Background()
+	// Record each period as a gateway's first write would, so the gateway
+	// reads the boards' shard counts once, not on every request.
+	st, err := store.New(rc, nil, store.Options{})
+	if err != nil {
+		return err
+	}
+	for _, b := range []board{b16, b1} {
+		if _, err := st.EnsurePeriod(ctx, b.pk, map[string]int{shard.National: len(b.keys)}, b.rules, time.Now().UnixMilli()); err != nil {
+			return err
+		}
+	}
+	if o.prefill {
+		if err := prefill(ctx, rc, o.members, b16, b1); err != nil {
+			return err
+		}
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * o.workers, MaxConnsPerHost: 4 * o.workers}, Timeout: 10 * time.Second}
+	flat := b1.keys[0]
+	top := func(fam string) op {
+		url := fmt.Sprintf("%s/v1/boards/%s/all/national/top?limit=%d&consistency=primary", o.gateway, fam, o.limit)
+		return func(ctx context.Context, r *rand.Rand) error { return get(ctx, hc, url) }
+	}
+	memberURL := func(fam, suffix string) op {
+		return func(ctx context.Context, r *rand.Rand) error {
+			return get(ctx, hc, fmt.Sprintf("%s/v1/boards/%s/all/national/members/%s%s", o.gateway, fam, member(r.IntN(o.members)), suffix))
+		}
+	}
+	around := fmt.Sprintf("/around?radius=%d&consistency=primary", o.radius)
+	ms := []measurement{
+		{"gw16_top", "(a) gateway, 16 shards, uncached Top-100 over HTTP", top(o.fam16)},
+		{"naive_goroutines", "(b) naive fan-out: a goroutine per shard, ZREVRANGE 0 N-1 each, heap merge", naiveGoroutines(rc, b16.keys, o.limit)},
+		{"naive_pipeline", "(c) naive fan-out in one cluster pipeline (one round trip per node), heap merge", naivePipeline(rc, b16.keys, o.limit)},
+		{"flat_top", "(d) one unsharded sorted set: ZREVRANGE 0 N-1 WITHSCORES", flatTop(rc, flat, o.limit)},
+		{"gw16_rank", "(e) gateway, 16 shards: a member's rank and points over HTTP", memberURL(o.fam16, "?consistency=primary")},
+		{"flat_rank", "(e) one sorted set: ZREVRANK + ZSCORE pipelined", flatRank(rc, flat, o.members)},
+		{"gw1_top", "(f) gateway, 1 shard: uncached Top-100 over HTTP", top(o.fam1)},
+		{"gw1_rank", "(f) gateway, 1 shard: rank and points over HTTP", memberURL(o.fam1, "?consistency=primary")},
+		{"gw16_around", "(f) gateway, 16 shards: around-me over HTTP", memberURL(o.fam16, around)},
+		{"gw1_around", "(f) gateway, 1 shard: around-me over HTTP", memberURL(o.fam1, around)},
+	}
+	if o.only != "" {
+		keep := strings.Split(o.only, ",")
+		ms = slices.DeleteFunc(ms, func(m measurement) bool { return !slices.Contains(keep, m.name) })
+	}
+	// Check every measurement once before timing anything.
+	r0 := rand.New(rand.NewPCG(1, 2))
+	for _, m := range ms {
+		if err := m.do(ctx, r0); err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+	}
+	fmt.Printf("fanoutbench: %d members, %d shards vs 1, Top-%d, radius %d, %d workers closed loop, %s per measurement, %d interleaved rounds\n",
+		o.members, len(b16.keys), o.limit, o.radius, o.workers, o.duration, o.rounds)
+	rates := map[string][]float64{}
+	for r := 1; r <= o.rounds; r++ {
+		for _, m := range ms {
+			rate, errs := closedLoop(ctx, m.do, o.workers, o.duration)
+			if errs > 0 {
+				return fmt.Errorf("round %d %s: %d errors", r, m.name, errs)
+			}
+			rates[m.name] = append(rates[m.name], rate)
+			fmt.Printf("round %d  %-17s %9.0f req/s\n", r, m.name, rate)
+		}
+	}
+	fmt.Println()
+	fmt.Println("| measurement | req/s per round |")
+	fmt.Println("| --- | --- |")
+	for _, m := range ms {
+		var parts []string
+		for _, v := range rates[m.name] {
+			parts = append(parts, fmt.Sprintf("%.0f", v))
+		}
+		fmt.Printf("| %s | %s |\n", m.title, strings.Join(parts, " / "))
+	}
+	fmt.Println()
+	fmt.Println("| ratio (per round) | goal | rounds | worst |")
+	fmt.Println("| --- | --- | --- | --- |")
+	for _, q := range []struct {
+		what, num, den string
+		goal           float64
+	}{
+		{"uncached Top-100, 16 shards ÷ naive pipelined fan-out", "gw16_top", "naive_pipeline", 2.0},
+		{"uncached Top-100, 16 shards ÷ naive goroutine fan-out", "gw16_top", "naive_goroutines", 0},
+		{"uncached Top-100, 16 shards ÷ one sorted set", "gw16_top", "flat_top", 0.25},
+		{"rank, 16 shards ÷ ZREVRANK+ZSCORE on one sorted set", "gw16_rank", "flat_rank", 0.2},
+		{"Top-100, 16 shards ÷ 1 shard (gateway both)", "gw16_top", "gw1_top", 0.5},
+		{"rank, 16 shards ÷ 1 shard (gateway both)", "gw16_rank", "gw1_rank", 0.5},
+		{"around-me, 16 shards ÷ 1 shard (gateway both)", "gw16_around", "gw1_around", 0.5},
+		{"Top-100, 1 shard over HTTP ÷ one sorted set direct", "gw1_top", "flat_top", 0},
+	} {
+		n, d := rates[q.num], rates[q.den]
+		if len(n) == 0 || len(d) == 0 {
+			continue
+		}
+		var parts []string
+		worst := 0.0
+		for i := range n {
+			v := n[i] / d[i]
+			parts = append(parts, fmt.Sprintf("%.2f×", v))
+			if i == 0 || v < worst {
+				worst = v
+			}
+		}
+		goal := "—"
+		if q.goal > 0 {
+			mark := "met"
+			if worst < q.goal {
+				mark = "NOT met"
+			}
+			goal = fmt.Sprintf("≥ %.2f× (%s)", q.goal, mark)
+		}
+		fmt.Printf("| %s | %s | %s | %.2f× |\n", q.what, goal, strings.Join(parts, " / "), worst)
+	}
+	return nil
+}
+
+type op func(ctx context.Context, r *rand.Rand) error
+
+type measurement struct {
+	name, title string
+	do          op
+}
+
+// closedLoop runs do on workers goroutines for d and returns completed
+// calls per second and the number of errors.
+func closedLoop(ctx context.Context, do op, workers int, d time.Duration) (float64, int64) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var n, errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
+			for ctx.Err() == nil {
+				err := do(context.Background(), r)
+				if ctx.Err() != nil {
+					return // the last call may straddle the end: not counted
+				}
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n.Load()) / time.Since(start).Seconds(), errs.Load()
+}
+
+func get(ctx context.Context, hc *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return fmt.Errorf("GET %s: %d %s", url, res.StatusCode, b)
+	}
+	var v struct {
+		Partial bool `json:"partial"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&v); err != nil {
+		return err
+	}
+	if v.Partial {
+		return fmt.Errorf("GET %s: partial answer", url)
+	}
+	return nil
+}
+
+func items(zs []redis.Z) []rank.Item {
+	out := make([]rank.Item, len(zs))
+	for i, z := range zs {
+		s, _ := rank.FromFloat(z.Score)
+		m, _ := z.Member.(string)
+		out[i] = rank.Item{Score: s, Member: m}
+	}
+	return out
+}
+
+// naiveGoroutines asks each shard for n on its own goroutine and merges.
+func naiveGoroutines(rc redis.UniversalClient, keys []string, n int) op {
+	return func(ctx context.Context, r *rand.Rand) error {
+		lists := make([][]rank.Item, len(keys))
+		errs := make([]error, len(keys))
+		var wg sync.WaitGroup
+		for i, k := range keys {
+			wg.Go(func() {
+				zs, err := rc.ZRevRangeWithScores(ctx, k, 0, int64(n)-1).Result()
+				lists[i], errs[i] = items(zs), err
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		if got := merge.Merge(nil, lists, n, rank.Before); len(got) != n {
+			return fmt.Errorf("merged %d entries", len(got))
+		}
+		return nil
+	}
+}
+
+// naivePipeline asks every shard for n in one cluster pipeline and merges.
+func naivePipeline(rc redis.UniversalClient, keys []string, n int) op {
+	return func(ctx context.Context, r *rand.Rand) error {
+		p := rc.Pipeline()
+		cmds := make([]*redis.ZSliceCmd, len(keys))
+		for i, k := range keys {
+			cmds[i] = p.ZRevRangeWithScores(ctx, k, 0, int64(n)-1)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			return err
+		}
+		lists := make([][]rank.Item, len(keys))
+		for i, c := range cmds {
+			lists[i] = items(c.Val())
+		}
+		if got := merge.Merge(nil, lists, n, rank.Before); len(got) != n {
+			return fmt.Errorf("merged %d entries", len(got))
+		}
+		return nil
+	}
+}
+
+func flatTop(rc redis.UniversalClient, key string, n int) op {
+	return func(ctx context.Context, r *rand.Rand) error {
+		zs, err := rc.ZRevRangeWithScores(ctx, key, 0, int64(n)-1).Result()
+		if err == nil && len(zs) != n {
+			err = fmt.Errorf("%d entries", len(zs))
+		}
+		_ = items(zs)
+		return err
+	}
+}
+
+func flatRank(rc redis.UniversalClient, key string, members int) op {
+	return func(ctx context.Context, r *rand.Rand) error {
+		m := member(r.IntN(members))
+		p := rc.Pipeline()
+		rk := p.ZRevRank(ctx, key, m)
+		sc := p.ZScore(ctx, key, m)
+		if _, err := p.Exec(ctx); err != nil {
+			return err
+		}
+		_, _ = rk.Val(), sc.Val()
+		return nil
+	}
+}
+
+// prefill loads members into both boards with pipelined ZADDs (tie-first
+// scores: points and an achievement seq, as the gateway would store them).
+// A board that already holds the members is left alone.
+func prefill(ctx context.Context, rc redis.UniversalClient, members int, boards ...board) error {
+	var todo []board
+	for _, b := range boards {
+		var card int64
+		for _, k := range b.keys {
+			n, err := rc.ZCard(ctx, k).Result()
+			if err != nil {
+				return err
+			}
+			card += n
+		}
+		if card == int64(members) {
+			fmt.Printf("fanoutbench: %s already holds %d members\n", b.fam, card)
+			continue
+		}
+		for _, k := range b.keys {
+			if err := rc.Del(ctx, k).Err(); err != nil {
+				return err
+			}
+		}
+		todo = append(todo, b)
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	start := time.Now()
+	const batch = 2000
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	for range 6 {
+		wg.Go(func() {
+			for from := range jobs {
+				p := rc.Pipeline()
+				for _, b := range todo {
+					per := make([][]redis.Z, len(b.keys))
+					for j := from; j < min(from+batch, members); j++ {
+						m := member(j)
+						pts := 1 + int64(workload.Mix64(uint64(j))%1_000_000)
+						s, err := b.enc.Score(pts, int64(j))
+						if err != nil {
+							failed.Store(&err)
+							return
+						}
+						i := shard.Of(m, len(b.keys))
+						per[i] = append(per[i], redis.Z{Score: float64(s), Member: m})
+					}
+					for i, zs := range per {
+						if len(zs) > 0 {
+							p.ZAdd(ctx, b.keys[i], zs...)
+						}
+					}
+				}
+				if _, err := p.Exec(ctx); err != nil {
+					failed.Store(&err)
+					return
+				}
+			}
+		})
+	}
+	for from := 0; from < members; from += batch {
+		if failed.Load() != nil {
+			break
+		}
+		jobs <- from
+	}
+	close(jobs)
+	wg.Wait()
+	if e := failed.Load(); e != nil {
+		return fmt.Errorf("prefill: %w", *e)
+	}
+	names := make([]string, len(todo))
+	for i, b := range todo {
+		names[i] = b.fam
+	}
+	sort.Strings(names)
+	fmt.Printf("fanoutbench: prefilled %d members into %s in %.1fs\n", members, strings.Join(names, ", "), time.Since(start).Seconds())
+	return nil
+}
