@@ -31,7 +31,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any) error {
 	return decodeValue(data, "", dst)
 }
 
-// readBody reads a non-empty request body of at most maxBody bytes.
+// readBody reads a non-empty request body of at most maxBody bytes. A body
+// declared larger is refused unread; one that turns out larger is marked
+// refused. Either way the server lingers on the rest after answering (see
+// lingerBytes).
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > maxBody {
 		return nil, errTooLarge
@@ -39,6 +42,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
+			refuseBody(w)
 			return nil, errTooLarge
 		}
 		return nil, rank.Invalid("", "reading request body: %v", err)

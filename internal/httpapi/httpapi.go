@@ -96,6 +96,10 @@ type server struct {
 	families func() []FamilyInfo
 	// patterns lists the /v1 route patterns, in registration order.
 	patterns []string
+	// lingerBytes and lingerTime bound what is read and discarded of a
+	// refused body before the connection closes (see linger).
+	lingerBytes int64
+	lingerTime  time.Duration
 }
 
 // New builds the rankgate HTTP handler.
@@ -115,7 +119,8 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{svc: svc, log: log, metrics: m, mux: http.NewServeMux(), guard: g}
+	s := &server{svc: svc, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
+		lingerBytes: lingerBytes, lingerTime: lingerTime}
 	s.families = opts.Families
 	s.routes(opts.Auth, opts.Gatherer)
 	return s, nil

@@ -2,14 +2,29 @@ package httpapi
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rankgate/rankgate/internal/rank"
+)
+
+// Lingering, the way nginx closes: a client that writes its whole body
+// before it reads (Python's urllib and requests do) never sees an early
+// answer if the server closes with part of the body unread — the server's
+// kernel answers the unread bytes with a reset, and the client's write
+// fails (or its kernel drops the answer it had received). So after refusing
+// a body it has not read, the server reads and discards what the client
+// still sends, at most lingerBytes or for lingerTime, and closes only then;
+// a client that sends more than that, or stalls, loses the connection.
+const (
+	lingerBytes = 8 << 20
+	lingerTime  = 2 * time.Second
 )
 
 // routeUnmatched is the route label of a request no pattern matched, so that
@@ -78,6 +93,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if abort {
 			panic(http.ErrAbortHandler) // net/http aborts the response quietly
 		}
+		if rw.bodyRefused || (r.ContentLength > maxBody && !expectsContinue(r)) {
+			s.linger(rw, r)
+		}
 	}()
 	// ServeMux sets r.Pattern on this very request before calling the
 	// route's handler, so it is readable here afterwards.
@@ -102,6 +120,52 @@ func (s *server) observe(r *http.Request, rw *responseWriter, d time.Duration) {
 		"status", status, "duration", d, "bytes", rw.bytes)
 }
 
+// linger sends the answer written so far, then reads and discards the rest
+// of the request body until its end, lingerBytes or lingerTime, whichever
+// comes first (see lingerBytes). net/http closes the connection afterwards:
+// the body was refused, so it was marked to close.
+func (s *server) linger(rw *responseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 || r.Body == nil || r.Body == http.NoBody {
+		return // HTTP/2 refuses a stream's body without closing the connection
+	}
+	rc := http.NewResponseController(rw)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	if err := rc.SetReadDeadline(time.Now().Add(s.lingerTime)); err != nil {
+		return // a connection without deadlines cannot be bounded in time
+	}
+	n, err := io.CopyN(io.Discard, r.Body, s.lingerBytes)
+	if err == io.EOF {
+		err = nil
+	}
+	s.log.DebugContext(r.Context(), "discarded a refused request body before closing",
+		"method", r.Method, "path", r.URL.Path, "status", rw.status, "bytes", n, "error", err)
+}
+
+// expectsContinue reports a request waiting for 100 Continue before it
+// sends its body: unless something read the body, the 100 was never sent,
+// and the client sends nothing to linger for.
+func expectsContinue(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+}
+
+// refuseBody marks the body of the request w answers as refused after part
+// of it was read: the server lingers on it (see lingerBytes).
+func refuseBody(w http.ResponseWriter) {
+	for {
+		if rw, ok := w.(*responseWriter); ok {
+			rw.bodyRefused = true
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
+}
+
 // methodLabel bounds the method label to the standard methods.
 func methodLabel(m string) string {
 	switch m {
@@ -120,6 +184,8 @@ type responseWriter struct {
 	status  int
 	bytes   int64
 	swallow bool // the mux's own body is being replaced
+	// bodyRefused: a handler refused the body after reading part of it.
+	bodyRefused bool
 }
 
 func (w *responseWriter) WriteHeader(code int) {
