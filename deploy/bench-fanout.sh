@@ -7,7 +7,9 @@
 #   (a) gateway, uncached Top-100, 16 shards        (b) naive goroutine-per-shard fan-out
 #   (c) naive fan-out in one cluster pipeline        (d) one sorted set, ZREVRANGE
 #   (e) rank: gateway 16 shards vs ZREVRANK+ZSCORE   (f) gateway on the 1-shard board
-# and prints req/s per round and the ratios against the goals.
+# and prints req/s per round and the ratios against the goals; then the cache level across 3
+# gateways (ports GATEWAY_PORT..+2 without cache_shared, +3..+5 with it): fan-outs per TTL
+# of one hot cached Top-100.
 #
 #   make bench-fanout                          # 1M members, 2 rounds, 5 s each (≈ 3-4 min)
 #   MEMBERS=100000 ROUNDS=1 make bench-fanout  # quick look
@@ -45,13 +47,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$OUT/gateway" -config "$CONFIG" -listen "127.0.0.1:$GATEWAY_PORT" -ready-file "$OUT/ready" \
-	-log-level warn 2>"$OUT/gateway.log" &
-pids+=($!)
-for _ in $(seq 1 120); do [[ -s $OUT/ready ]] && break; sleep 0.5; done
-[[ -s $OUT/ready ]] || { echo "bench-fanout: gateway did not start; see $OUT/gateway.log" >&2; exit 1; }
+# The measuring gateway, two more with the same config (the cache level
+# without cache_shared, 3 gateways) and three with cache_shared: true.
+sed 's/cache_shared: false/cache_shared: true/' "$CONFIG" >"$OUT/shared.yaml"
+start_gateway() { # port config name
+	"$OUT/gateway" -config "$2" -listen "127.0.0.1:$1" -ready-file "$OUT/ready-$3" -log-level warn 2>"$OUT/gateway-$3.log" &
+	pids+=($!)
+}
+local_urls=() shared_urls=()
+for k in 0 1 2; do
+	start_gateway $((GATEWAY_PORT + k)) "$CONFIG" "local$k"
+	local_urls+=("http://127.0.0.1:$((GATEWAY_PORT + k))")
+	start_gateway $((GATEWAY_PORT + 3 + k)) "$OUT/shared.yaml" "shared$k"
+	shared_urls+=("http://127.0.0.1:$((GATEWAY_PORT + 3 + k))")
+done
+for name in local0 local1 local2 shared0 shared1 shared2; do
+	for _ in $(seq 1 120); do [[ -s $OUT/ready-$name ]] && break; sleep 0.5; done
+	[[ -s $OUT/ready-$name ]] || { echo "bench-fanout: gateway $name did not start; see $OUT/gateway-$name.log" >&2; exit 1; }
+done
 
 "$OUT/fanoutbench" -config "$CONFIG" -gateway "http://127.0.0.1:$GATEWAY_PORT" -members "$MEMBERS" \
-	-rounds "$ROUNDS" -workers "$WORKERS" -duration "$DURATION" | tee "$OUT/result.md"
+	-rounds "$ROUNDS" -workers "$WORKERS" -duration "$DURATION" \
+	-cache-local "$(IFS=,; echo "${local_urls[*]}")" -cache-shared "$(IFS=,; echo "${shared_urls[*]}")" | tee "$OUT/result.md"
 echo
 echo "bench-fanout: results in $OUT/result.md (command: MEMBERS=$MEMBERS ROUNDS=$ROUNDS WORKERS=$WORKERS DURATION=$DURATION make bench-fanout)"

@@ -195,15 +195,41 @@ func New[V any](opts Options) (*Cache[V], error) {
 // callers that shared the load, never stored. family labels the metrics and
 // scopes the key.
 func (c *Cache[V]) Get(ctx context.Context, family, key string, ttl time.Duration, load LoadFunc[V]) (V, Result, error) {
+	if load == nil {
+		var zero V
+		return zero, Result{}, errNilLoad
+	}
+	return c.GetAt(ctx, family, key, ttl, load.dated())
+}
+
+// dated is load as a LoadAtFunc whose values are made when loaded.
+func (load LoadFunc[V]) dated() LoadAtFunc[V] {
+	return func(ctx context.Context) (V, time.Time, bool, error) {
+		v, cacheable, err := load(ctx)
+		return v, time.Time{}, cacheable, err
+	}
+}
+
+// LoadAtFunc is a LoadFunc that also says when its value was made. A value
+// copied from an older source (a cache level shared between processes) is
+// fresh until storedAt + ttl, not load time + ttl; a zero storedAt means
+// the load's start.
+type LoadAtFunc[V any] func(ctx context.Context) (value V, storedAt time.Time, cacheable bool, err error)
+
+// GetAt is Get with a loader that dates its value (LoadAtFunc).
+func (c *Cache[V]) GetAt(ctx context.Context, family, key string, ttl time.Duration, load LoadAtFunc[V]) (V, Result, error) {
 	var zero V
 	if load == nil {
 		return zero, Result{}, errNilLoad
 	}
 	if ttl <= 0 {
 		storedAt := c.now()
-		v, _, err := load(ctx)
+		v, at, _, err := load(ctx)
 		if err != nil {
 			return zero, Result{}, err
+		}
+		if !at.IsZero() {
+			storedAt = at
 		}
 		return v, Result{StoredAt: storedAt}, nil
 	}
@@ -288,7 +314,7 @@ func (c *Cache[V]) fresh(k entryKey, ttl time.Duration) (*entry[V], bool) {
 
 // runLoad is the body of a shared load. It never panics and always returns
 // a loaded[V] when err is nil.
-func (c *Cache[V]) runLoad(ctx context.Context, fm *familyMetrics, k entryKey, ttl time.Duration, load LoadFunc[V]) (any, error) {
+func (c *Cache[V]) runLoad(ctx context.Context, fm *familyMetrics, k entryKey, ttl time.Duration, load LoadAtFunc[V]) (any, error) {
 	// A caller that missed just before the previous flight stored and
 	// finished would otherwise load again.
 	if e, ok := c.fresh(k, ttl); ok {
@@ -298,12 +324,15 @@ func (c *Cache[V]) runLoad(ctx context.Context, fm *familyMetrics, k entryKey, t
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.loadTimeout)
 	defer cancel()
 	start := c.now()
-	v, cacheable, err := c.safeLoad(lctx, k, load)
+	v, at, cacheable, err := c.safeLoad(lctx, k, load)
+	if err == nil && !at.IsZero() {
+		start = at
+	}
 	switch {
 	case err != nil:
 		fm.errored.Inc()
 		return nil, err
-	case !cacheable:
+	case !cacheable || !c.now().Before(start.Add(ttl)):
 		fm.uncacheable.Inc()
 	default:
 		c.lru.Add(k, &entry[V]{value: v, storedAt: start, expiresAt: start.Add(ttl)})
@@ -313,13 +342,13 @@ func (c *Cache[V]) runLoad(ctx context.Context, fm *familyMetrics, k entryKey, t
 }
 
 // safeLoad calls load, turning a panic into an error wrapping ErrLoadPanicked.
-func (c *Cache[V]) safeLoad(ctx context.Context, k entryKey, load LoadFunc[V]) (v V, cacheable bool, err error) {
+func (c *Cache[V]) safeLoad(ctx context.Context, k entryKey, load LoadAtFunc[V]) (v V, at time.Time, cacheable bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.logger.Error("cache load panicked",
 				"family", k.family, "key", k.key, "panic", r, "stack", string(debug.Stack()))
 			var zero V
-			v, cacheable, err = zero, false, fmt.Errorf("%w: %v", ErrLoadPanicked, r)
+			v, at, cacheable, err = zero, time.Time{}, false, fmt.Errorf("%w: %v", ErrLoadPanicked, r)
 		}
 	}()
 	return load(ctx)

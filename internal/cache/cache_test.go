@@ -719,12 +719,60 @@ func TestRunLoadRechecksCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	fm := c.metrics.family("top")
-	got, err := c.runLoad(context.Background(), fm, entryKey{"top", "k"}, time.Second, load)
+	got, err := c.runLoad(context.Background(), fm, entryKey{"top", "k"}, time.Second, load.dated())
 	l, ok := got.(loaded[string])
 	if err != nil || !ok || l.value != "v1" || !l.hit {
 		t.Errorf("runLoad = %#v, %v; want cached v1 as hit", got, err)
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("loads = %d, want 1", n)
+	}
+}
+
+// TestGetAtDatesEntries: a value loaded with its own date (a copy from a
+// shared cache level) is fresh until that date + ttl, answers with that
+// StoredAt, and is not kept at all when already stale.
+func TestGetAtDatesEntries(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		age       time.Duration // how old the loaded value is
+		wantKept  bool
+		wantFresh time.Duration // how long a kept value stays fresh
+	}{
+		{"made now", 0, true, time.Second},
+		{"made 400ms ago", 400 * time.Millisecond, true, 600 * time.Millisecond},
+		{"already stale", 1500 * time.Millisecond, false, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newFakeClock()
+			cc, _ := newTestCache(t, Options{Now: clk.Now})
+			var calls atomic.Int32
+			load := func(context.Context) (string, time.Time, bool, error) {
+				n := calls.Add(1)
+				return fmt.Sprint("v", n), clk.Now().Add(-c.age), true, nil
+			}
+			ctx := context.Background()
+			v, res, err := cc.GetAt(ctx, "top", "k", time.Second, load)
+			if err != nil || v != "v1" || !res.StoredAt.Equal(clk.Now().Add(-c.age)) {
+				t.Fatalf("first GetAt = %q, %+v, %v; want v1 stored at now-%s", v, res, err, c.age)
+			}
+			if !c.wantKept {
+				if v, _, _ := cc.GetAt(ctx, "top", "k", time.Second, load); v != "v2" {
+					t.Fatalf("a stale value was kept: second GetAt = %q, want a new load v2", v)
+				}
+				return
+			}
+			clk.Advance(c.wantFresh - time.Millisecond)
+			if v, res, _ := cc.GetAt(ctx, "top", "k", time.Second, load); v != "v1" || !res.Hit {
+				t.Fatalf("just before date+ttl: %q hit=%v, want the kept v1", v, res.Hit)
+			}
+			clk.Advance(time.Millisecond)
+			if v, _, _ := cc.GetAt(ctx, "top", "k", time.Second, load); v != "v2" {
+				t.Fatalf("at date+ttl: %q, want a new load v2", v)
+			}
+		})
 	}
 }

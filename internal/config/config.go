@@ -203,9 +203,12 @@ type Family struct {
 	Grace     time.Duration // late-event window after the period ends
 	Retention time.Duration // key TTL after archive
 	CacheTTL  time.Duration // 0: no cache
-	Tie       string        // member | first
-	Rank      string        // ordinal | competition
-	MaxPoints int64         // |points| bound
+	// CacheShared keeps cached answers in Redis too, shared by every
+	// gateway: one recompute per TTL per query across them (needs CacheTTL).
+	CacheShared bool
+	Tie         string // member | first
+	Rank        string // ordinal | competition
+	MaxPoints   int64  // |points| bound
 	// SeqCapacity is B, the achievements per period under tie "first";
 	// 0 under tie "member".
 	SeqCapacity  int64

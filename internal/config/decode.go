@@ -167,6 +167,7 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 		"grace":         d.duration(&f.Grace),
 		"retention":     d.duration(&f.Retention),
 		"cache_ttl":     d.duration(&f.CacheTTL),
+		"cache_shared":  d.bool(&f.CacheShared),
 		"tie":           d.str(&f.Tie),
 		"rank":          d.str(&f.Rank),
 		"max_points":    intField(d, &f.MaxPoints),

@@ -353,6 +353,9 @@ func validateFamily(v *validator, name string, f *Family) {
 	if f.CacheTTL < 0 {
 		v.errorf(p+".cache_ttl", "%s must be ≥ 0 (0 disables the cache)", f.CacheTTL)
 	}
+	if f.CacheShared && f.CacheTTL <= 0 {
+		v.errorf(p+".cache_shared", "needs a cache: set cache_ttl > 0")
+	}
 	v.oneOf(p+".tie", f.Tie, TieMember, TieFirst)
 	v.oneOf(p+".rank", f.Rank, RankOrdinal, RankCompetition)
 	if !rulesRe.MatchString(f.RulesVersion) {

@@ -59,6 +59,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative grace", withFamily("grace: -1m"), "families.f.grace", "must be ≥ 0"},
 		{"zero retention", withFamily("retention: 0s"), "families.f.retention", "must be > 0"},
 		{"negative cache_ttl", withFamily("cache_ttl: -1s"), "families.f.cache_ttl", "must be ≥ 0"},
+		{"cache_shared without a cache", withFamily("cache_ttl: 0\ncache_shared: true"), "families.f.cache_shared", "needs a cache"},
 		{"empty rules_version", withFamily(`rules_version: ""`), "families.f.rules_version", "printable"},
 		{"missing national", withFamily("dimensions:\n  province: {shards: 1}"), "families.f.dimensions.national", "is required"},
 		{"no dimensions", withFamily("dimensions: {}"), "families.f.dimensions.national", "is required"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rankgate/rankgate/internal/rank"
 )
@@ -81,24 +82,32 @@ func serve[V metaOf](ctx context.Context, s *Service, rc *readCtx, op string, de
 	case ConsistencyCached:
 		k := key()
 		loaded := false
-		val, res, err := s.cache.Get(ctx, rc.b.fam.cfg.Name, k, ttl, func(ctx context.Context) (any, bool, error) {
+		val, res, err := s.cache.GetAt(ctx, rc.b.fam.cfg.Name, k, ttl, func(ctx context.Context) (any, time.Time, bool, error) {
 			loaded = true
 			lrc := *rc
 			lrc.meta.Source = SourcePrimary
-			v, err := compute(ctx, &lrc)
-			if err != nil {
-				return nil, false, err
+			var v V
+			var at time.Time
+			var err error
+			if rc.b.fam.cfg.CacheShared {
+				// A copy from Redis carries its own date: the local cache
+				// keeps it only while it is fresh (a stale one, never).
+				if v, at, err = loadShared(ctx, s, &lrc, k, ttl, compute); err != nil {
+					return nil, time.Time{}, false, err
+				}
+			} else if v, err = compute(ctx, &lrc); err != nil {
+				return nil, time.Time{}, false, err
 			}
 			countPartial(s, op, &v, nil)
 			if p, ok := any(&v).(*Page); ok {
 				// Encode the entries once for every caller the cache serves,
 				// and the hits' whole body once.
 				if p.entriesJSON, err = encodeEntries(*p); err != nil {
-					return nil, false, err
+					return nil, time.Time{}, false, err
 				}
 				p.hit = &lazyBody{}
 			}
-			return v, !readMeta(&v).Partial, nil
+			return v, at, !readMeta(&v).Partial, nil
 		})
 		if err != nil {
 			s.countRead(op, SourceCache, err)

@@ -32,6 +32,11 @@ type Backend interface {
 	// one pipeline per node.
 	NodeOf(ctx context.Context, key string) string
 	ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply)
+	// The shared cache level (families with cache_shared).
+	SharedGet(ctx context.Context, key string) ([]byte, bool, error)
+	SharedSet(ctx context.Context, key string, val []byte, ttl time.Duration) error
+	SharedLease(ctx context.Context, key, token string, ttl time.Duration) (bool, error)
+	SharedRelease(ctx context.Context, key string) error
 	Seek(ctx context.Context, key string, a store.SeekArgs, replica bool) (store.SeekResult, error)
 	Positions(ctx context.Context, key string, probes []store.Probe, replica bool) (store.Positions, error)
 	Scores(ctx context.Context, key string, members []string, replica bool) ([]int64, []bool, error)

@@ -13,6 +13,7 @@ type metrics struct {
 	fetched      *prometheus.CounterVec
 	returned     *prometheus.CounterVec
 	reads        *prometheus.CounterVec
+	shared       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,13 +47,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		returned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_read_entries_returned_total", Help: "Entries returned to clients by ordered reads, by operation.",
 		}, []string{"op"}),
+		shared: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_shared_cache_total",
+			Help: "Shared cache level (cache_shared) outcomes by family: hit (fresh copy), computed (lease taken, fan-out), stale (previous copy served while another gateway recomputes), waited (new copy awaited), fallback (waited in vain, computed), error.",
+		}, []string{"family", "outcome"}),
 		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_reads_total", Help: "Reads by operation, the source that answered (cache, replica, primary) and outcome.",
 		}, []string{"op", "source", "outcome"}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.fanoutWidth, m.nodeDuration, m.shardErrors, m.partial,
-			m.events, m.dedupe, m.late, m.fetched, m.returned, m.reads} {
+			m.events, m.dedupe, m.late, m.fetched, m.returned, m.reads, m.shared} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

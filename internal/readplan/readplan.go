@@ -430,36 +430,33 @@ type Window struct {
 }
 
 // Around reads up to radius entries before and after (score, user) on every
-// shard — two seeks per shard in the same per-node pipelines — and merges
-// them around the member.
+// shard — one seek per shard (mode around: the member's place is found once)
+// in per-node pipelines — and merges them around the member.
 func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encoding, score int64, user string, radius int) (Window, error) {
 	n := b.N()
 	moreSelf := enc.MinScoreAbove(enc.PointsOf(score))
-	reads := make([]store.ShardRead, 2*n)
-	shards := make([]int, 2*n)
-	for i := 0; i < n; i++ {
-		shards[2*i], shards[2*i+1] = i, i
-		reads[2*i] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i],
-			Seek: store.SeekArgs{Mode: store.SeekBefore, Score: score, Member: user, Limit: radius, MoreMin: &moreSelf}}
-		reads[2*i+1] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i],
-			Seek: store.SeekArgs{Mode: store.SeekAfter, Score: score, Member: user, Limit: radius}}
+	reads := make([]store.ShardRead, n)
+	for i := range reads {
+		reads[i] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i],
+			Seek: store.SeekArgs{Mode: store.SeekAround, Score: score, Member: user, Limit: radius, MoreMin: &moreSelf}}
 	}
-	res, missing, err := r.Fanout(ctx, op, b, shards, reads)
+	res, missing, err := r.Fanout(ctx, op, b, AllShards(n), reads)
 	if err != nil {
 		return Window{}, err
 	}
 	ups, downs := make([][]rank.Item, 0, n), make([][]rank.Item, 0, n)
 	var p, more int64
 	fetched := 0
-	for i := 0; i < n; i++ {
-		up, down := &res[2*i], &res[2*i+1]
-		if up.Err != nil || down.Err != nil {
-			continue // the shard is in missing: both its seeks count as lost
+	for i := range res {
+		if res[i].Err != nil {
+			continue // the shard is in missing
 		}
-		ups, downs = append(ups, up.Seek.Items), append(downs, down.Seek.Items)
-		p += up.Seek.Start + int64(len(up.Seek.Items)) // members ahead of self in shard i
-		more += up.Seek.More
-		fetched += len(up.Seek.Items) + len(down.Seek.Items)
+		s := &res[i].Seek
+		up := s.Items[:s.Before]
+		ups, downs = append(ups, up), append(downs, s.Items[s.Before:])
+		p += s.Start + int64(len(up)) // members ahead of self in shard i
+		more += s.More
+		fetched += len(s.Items)
 	}
 	if r.Obs != nil {
 		r.Obs.Fetched(op, fetched)

@@ -28,7 +28,8 @@ import (
 //   - store calls: zmscore, zcount, zcard, zscan, hsetnx, hgetall, hset,
 //     sadd, smembers, incrby, xadd, xrange, pexpire, unlink, zadd, del,
 //     multi and exec (profiles are replaced in a transaction), zunionstore
-//     (derived families, one key group per slot).
+//     (derived families, one key group per slot), get, set and del (the
+//     shared cache level of families with cache_shared).
 //   - layout and readiness: memory|usage, cluster|slots, cluster|info,
 //     config|get (maxmemory-policy, /readyz).
 //   - cluster monitor: info, cluster|nodes, cluster|myid, scan (key
@@ -48,6 +49,7 @@ var Commands = []string{
 	"evalsha_ro",
 	"exec",
 	"exists",
+	"get",
 	"hdel",
 	"hexists",
 	"hget",

@@ -152,6 +152,22 @@ func (l Layout) Keys(b Board, i, n int) Keys {
 	return Keys{Z: base + "z", M: base + "m", Ev: base + "ev", Meta: base + "meta", Tag: tag}
 }
 
+// SharedCache returns the key of a board's shared cache copy of one query
+// (q: a hash of the query), under the tag of the board's shard 0.
+func (l Layout) SharedCache(b Board, n int, q string) string {
+	var sb strings.Builder
+	l.writeBase(&sb, b, 0, n)
+	sb.WriteString("c:")
+	sb.WriteString(q)
+	return sb.String()
+}
+
+// SharedLease returns the key of the recompute lease of SharedCache(b, n, q)
+// (same tag).
+func (l Layout) SharedLease(b Board, n int, q string) string {
+	return l.SharedCache(b, n, q) + ":lease"
+}
+
 // PeriodKeys are the keys of one family period; all share the tag
 // "{family:period}".
 type PeriodKeys struct {

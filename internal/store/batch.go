@@ -162,10 +162,15 @@ func (s *Store) parseRead(r *ShardRead, cmd redis.Cmder) ShardReply {
 			out.Err = s.fail("seek", err)
 			return out
 		}
-		if zc, ok := cmd.(*redis.ZSliceCmd); ok {
-			out.Seek, out.Err = parseZSlice(zc.Val())
-		} else {
-			out.Seek, out.Err = parseSeek(cmd.(*redis.Cmd).Val())
+		switch c := cmd.(type) {
+		case *redis.ZSliceCmd:
+			out.Seek, out.Err = parseZSlice(c.Val())
+		case *redis.Cmd:
+			if r.Seek.Mode == SeekAround {
+				out.Seek, out.Err = parseAround(c.Val())
+			} else {
+				out.Seek, out.Err = parseSeek(c.Val())
+			}
 		}
 	case ReadPositions:
 		if err != nil {
@@ -247,6 +252,23 @@ func parseSeek(v any) (SeekResult, error) {
 			return SeekResult{}, fmt.Errorf("seek: %w", err)
 		}
 		r.Items = append(r.Items, rank.Item{Score: score, Member: m})
+	}
+	return r, nil
+}
+
+// parseAround reads seek.lua's around reply: {start, more, before, pairs…}.
+func parseAround(v any) (SeekResult, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) < 3 || len(arr)%2 != 1 {
+		return SeekResult{}, fmt.Errorf("seek around: unexpected reply %v", v)
+	}
+	r, err := parseSeek(append([]any{arr[0], arr[1]}, arr[3:]...))
+	if err != nil {
+		return SeekResult{}, err
+	}
+	r.Before = int(toInt(arr[2]))
+	if r.Before < 0 || r.Before > len(r.Items) {
+		return SeekResult{}, fmt.Errorf("seek around: %d before of %d entries", r.Before, len(r.Items))
 	}
 	return r, nil
 }

@@ -68,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan", "derive", "wait"} {
+		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease"} {
 		m.errors.WithLabelValues(op)
 	}
 	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap"} {
@@ -376,6 +376,9 @@ const (
 	SeekAfter  = "after"
 	SeekLE     = "le"
 	SeekBefore = "before"
+	// SeekAround reads Limit entries before and Limit after (Score,
+	// Member) in one call; SeekResult.Before says how many come before.
+	SeekAround = "around"
 )
 
 // SeekArgs are the arguments of one seek.
@@ -398,6 +401,9 @@ type SeekResult struct {
 	Start int64
 	More  int64
 	Items []rank.Item
+	// Before (SeekAround only): Items[:Before] precede the member,
+	// Items[Before:] follow it.
+	Before int
 }
 
 // Seek runs the seek script on one shard key.
@@ -421,6 +427,9 @@ func (s *Store) Seek(ctx context.Context, key string, a SeekArgs, replica bool) 
 			s.m.scriptErrors.WithLabelValues("seek").Inc()
 		}
 		return SeekResult{}, s.fail("seek", err)
+	}
+	if a.Mode == SeekAround {
+		return parseAround(v)
 	}
 	return parseSeek(v)
 }

@@ -46,6 +46,8 @@ type options struct {
 	prefill         bool
 	limit, radius   int
 	only            string
+	cacheLocal      string
+	cacheShared     string
 }
 
 func main() {
@@ -62,6 +64,8 @@ func main() {
 	flag.IntVar(&o.limit, "limit", 100, "Top-N")
 	flag.IntVar(&o.radius, "radius", 5, "around-me radius (2r+1 entries)")
 	flag.StringVar(&o.only, "only", "", "comma list of measurements to run (default all)")
+	flag.StringVar(&o.cacheLocal, "cache-local", "", "comma list of gateway URLs serving -family16 with cache_shared: false (the cache measurement)")
+	flag.StringVar(&o.cacheShared, "cache-shared", "", "comma list of gateway URLs serving -family16 with cache_shared: true")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fanoutbench:", err)
@@ -181,6 +185,12 @@ func run(o options) error {
 	fmt.Printf("fanoutbench: %d members, %d shards vs 1, Top-%d, radius %d, %d workers closed loop, %s per measurement, %d interleaved rounds\n",
 		o.members, len(b16.keys), o.limit, o.radius, o.workers, o.duration, o.rounds)
 	rates := map[string][]float64{}
+	var caches []cacheRun
+	if o.cacheLocal != "" && o.cacheShared != "" {
+		caches = []cacheRun{{"local", strings.Split(o.cacheLocal, ",")}, {"shared", strings.Split(o.cacheShared, ",")}}
+	}
+	ttl := cfg.Families[o.fam16].CacheTTL
+	fanoutsPerTTL := map[string][]float64{}
 	for r := 1; r <= o.rounds; r++ {
 		for _, m := range ms {
 			rate, errs := closedLoop(ctx, m.do, o.workers, o.duration)
@@ -189,6 +199,15 @@ func run(o options) error {
 			}
 			rates[m.name] = append(rates[m.name], rate)
 			fmt.Printf("round %d  %-17s %9.0f req/s\n", r, m.name, rate)
+		}
+		for _, c := range caches {
+			reads, fo, err := measureCache(ctx, hc, c, o.fam16, o.limit, o.workers, o.duration)
+			if err != nil {
+				return err
+			}
+			per := fo * ttl.Seconds()
+			fanoutsPerTTL[c.name] = append(fanoutsPerTTL[c.name], per)
+			fmt.Printf("round %d  cache_%-11s %9.0f req/s over %d gateways, %.2f fan-outs/s = %.2f per TTL (%s)\n", r, c.name, reads, len(c.gateways), fo, per, ttl)
 		}
 	}
 	fmt.Println()
@@ -239,6 +258,28 @@ func run(o options) error {
 			goal = fmt.Sprintf("≥ %.2f× (%s)", q.goal, mark)
 		}
 		fmt.Printf("| %s | %s | %s | %.2f× |\n", q.what, goal, strings.Join(parts, " / "), worst)
+	}
+	if len(caches) > 0 {
+		fmt.Println()
+		fmt.Printf("| hot cached Top-%d, %d gateways, cache_ttl %s | fan-outs per TTL (per round) | goal |\n", o.limit, len(caches[1].gateways), ttl)
+		fmt.Println("| --- | --- | --- |")
+		for _, c := range caches {
+			var parts []string
+			worst := 0.0
+			for _, v := range fanoutsPerTTL[c.name] {
+				parts = append(parts, fmt.Sprintf("%.2f", v))
+				worst = max(worst, v)
+			}
+			goal := "—"
+			if c.name == "shared" {
+				mark := "met"
+				if worst > 1.1 {
+					mark = "NOT met"
+				}
+				goal = fmt.Sprintf("≤ 1.1 (%s)", mark)
+			}
+			fmt.Printf("| cache_shared: %v | %s | %s |\n", c.name == "shared", strings.Join(parts, " / "), goal)
+		}
 	}
 	return nil
 }
