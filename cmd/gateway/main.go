@@ -261,7 +261,15 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		return err
 	}
 	go svc.RunProjector(ctx, 2*time.Second)
-	stopScheduler, err := startScheduler(ctx, svc, st, led, cfg, log, reg, nil)
+	var tasks []gateway.Task
+	deliver, err := newDeliverer(cfg, led, getenv, log, reg)
+	if err != nil {
+		return err
+	}
+	if deliver != nil {
+		tasks = append(tasks, deliver)
+	}
+	stopScheduler, err := startScheduler(ctx, svc, st, led, cfg, log, reg, tasks)
 	if err != nil {
 		return err
 	}

@@ -94,6 +94,7 @@ type Config struct {
 	Auth   Auth
 	Limits Limits
 	Server Server
+	Awards Awards
 	// Families by name; FamilyNames lists the names sorted.
 	Families    map[string]*Family
 	FamilyNames []string
@@ -139,6 +140,26 @@ type Ledger struct {
 	// CommitMaxEvents bounds the events of one ledger commit. 1..10000.
 	CommitMaxEvents int
 }
+
+// Awards configures where settlements deliver awards and period notices.
+type Awards struct {
+	Webhook Webhook
+}
+
+// Webhook is the receiver of award and notice POSTs. An empty URLEnv means
+// pull only (GET /v1/awards, POST /v1/awards/{key}/ack).
+type Webhook struct {
+	URLEnv      string // env var holding the receiver URL
+	SecretEnv   string // env var holding the HMAC-SHA256 secret
+	Timeout     time.Duration
+	MaxAttempts int
+}
+
+// URL returns the receiver URL from the env var URLEnv names.
+func (w Webhook) URL(getenv func(string) string) string { return strings.TrimSpace(lookup(w.URLEnv, getenv)) }
+
+// Secret returns the signing secret from the env var SecretEnv names.
+func (w Webhook) Secret(getenv func(string) string) string { return lookup(w.SecretEnv, getenv) }
 
 // Auth holds the bearer tokens.
 type Auth struct {
@@ -299,6 +320,7 @@ func Default() *Config {
 			RequestTimeout:    10 * time.Second,
 			MaxInflight:       1000,
 		},
+		Awards:   Awards{Webhook: Webhook{Timeout: 5 * time.Second, MaxAttempts: 12}},
 		Families: map[string]*Family{},
 	}
 }

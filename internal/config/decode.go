@@ -115,6 +115,19 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				"max_inflight":        intField(d, &s.MaxInflight),
 			})
 		},
+		"awards": func(n *yaml.Node, key string) {
+			w := &c.Awards.Webhook
+			d.fields(n, key, map[string]field{
+				"webhook": func(n *yaml.Node, key string) {
+					d.fields(n, key, map[string]field{
+						"url_env":      d.str(&w.URLEnv),
+						"secret_env":   d.str(&w.SecretEnv),
+						"timeout":      d.duration(&w.Timeout),
+						"max_attempts": intField(d, &w.MaxAttempts),
+					})
+				},
+			})
+		},
 		"families": d.families(c),
 	})
 	return c

@@ -89,6 +89,7 @@ func (c *Config) Validate() error {
 	c.validateAuth(v)
 	c.validateLimits(v)
 	c.validateServer(v)
+	c.validateAwards(v)
 
 	c.FamilyNames = sortedKeys(c.Families)
 	if len(c.Families) == 0 {
@@ -222,6 +223,19 @@ func (c *Config) validateRedis(v *validator) {
 	}
 	v.intRange("redis.pool_size", r.PoolSize, 0, maxPoolSize)
 	r.buildTLS(v)
+}
+
+func (c *Config) validateAwards(v *validator) {
+	w := c.Awards.Webhook
+	v.envName("awards.webhook.url_env", w.URLEnv)
+	v.envName("awards.webhook.secret_env", w.SecretEnv)
+	if w.URLEnv != "" && w.SecretEnv == "" {
+		v.errorf("awards.webhook.secret_env", "is required with url_env: every delivery is signed")
+	}
+	if w.Timeout <= 0 || w.Timeout > maxTimeout {
+		v.errorf("awards.webhook.timeout", "%s must be > 0 and ≤ %s", w.Timeout, maxTimeout)
+	}
+	v.intRange("awards.webhook.max_attempts", w.MaxAttempts, 1, 100)
 }
 
 func (c *Config) validateAuth(v *validator) {

@@ -242,6 +242,11 @@ var scopeRules = []scopeRule{
 	{path: "/v1/admin", prefix: true, scope: ScopeAdmin},
 	{path: boardRule + "/rebuild", prefix: true, scope: ScopeAdmin},
 	{path: boardRule + "/reconcile", prefix: true, scope: ScopeAdmin},
+	{method: http.MethodPost, path: "/v1/awards/{}/retry", scope: ScopeAdmin},
+	// Awards: a reward service that pulls lists them (read) and acknowledges
+	// what it took (write).
+	{method: http.MethodGet, path: "/v1/awards", scope: ScopeRead},
+	{method: http.MethodPost, path: "/v1/awards/{}/ack", scope: ScopeWrite},
 	// Writes.
 	{method: http.MethodPost, path: "/v1/events", scope: ScopeWrite},
 	{method: http.MethodPost, path: "/v1/events:batch", scope: ScopeWrite},

@@ -48,6 +48,9 @@ type Service interface {
 	Reconcile(ctx context.Context, b gateway.BoardRef) (gateway.ReconcileReport, error)
 	DecideReview(ctx context.Context, id, family, period, operator string, accept bool) (gateway.ReviewDecision, error)
 	Derive(ctx context.Context, family, period string) (gateway.DeriveReport, error)
+	Awards(ctx context.Context, q gateway.AwardQuery) (gateway.AwardList, error)
+	AckAward(ctx context.Context, key string) (gateway.AwardView, error)
+	RetryAward(ctx context.Context, key string) (gateway.AwardView, error)
 }
 
 // Options are the dependencies of the handler. Every field may be nil.
@@ -167,6 +170,9 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("POST /v1/corrections", s.correct)
 	api("POST "+board+"/rebuild", s.rebuild)
 	api("GET "+board+"/reconcile", s.reconcile)
+	api("GET /v1/awards", s.awards)
+	api("POST /v1/awards/{key}/ack", s.ackAward)
+	api("POST /v1/awards/{key}/retry", s.retryAward)
 	// Service.
 	s.mux.Handle("GET /healthz", s.adapt(s.healthz))
 	s.mux.Handle("GET /readyz", s.adapt(s.readyz))

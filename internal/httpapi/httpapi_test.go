@@ -225,6 +225,18 @@ func (f *fakeService) Derive(ctx context.Context, family, period string) (gatewa
 	return gateway.DeriveReport{}, f.unexpected("Derive")
 }
 
+func (f *fakeService) Awards(ctx context.Context, q gateway.AwardQuery) (gateway.AwardList, error) {
+	return gateway.AwardList{}, f.unexpected("Awards")
+}
+
+func (f *fakeService) AckAward(ctx context.Context, key string) (gateway.AwardView, error) {
+	return gateway.AwardView{}, f.unexpected("AckAward")
+}
+
+func (f *fakeService) RetryAward(ctx context.Context, key string) (gateway.AwardView, error) {
+	return gateway.AwardView{}, f.unexpected("RetryAward")
+}
+
 // Fixtures.
 
 var (

@@ -24,6 +24,9 @@ func (l *Ledger) Freeze(ctx context.Context, family, period string) (string, err
 		if err == nil {
 			state, err = periodState(ctx, tx, family, period, "")
 		}
+		if err == nil {
+			err = addNotice(ctx, tx, NoticeFrozen, family, period, nil)
+		}
 		return err
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -127,7 +128,37 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, family, period string, top 
 	b.Queue(`INSERT INTO settlements (family, period, top, boards, rank_mode) VALUES ($1, $2, $3, $4, $5)`,
 		family, period, top, boards, mode)
 	b.Queue(`UPDATE periods SET state = 'settled', settled_at = now() WHERE family = $1 AND period = $2`, family, period)
-	return tx.SendBatch(ctx, b).Close()
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	var awards int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM award_outbox WHERE family = $1 AND period = $2`, family, period).Scan(&awards); err != nil {
+		return err
+	}
+	return addNotice(ctx, tx, NoticeSettled, family, period, map[string]any{"boards": boards, "awards": awards, "top": top, "rank_mode": mode})
+}
+
+// NoticeKey is the idempotency key of a period notice: hex SHA-256 of
+// "kind|family|period".
+func NoticeKey(kind, family, period string) string {
+	sum := sha256.Sum256([]byte(kind + "|" + family + "|" + period))
+	return hex.EncodeToString(sum[:])
+}
+
+// addNotice queues a period notice for the webhook, once per kind and period.
+func addNotice(ctx context.Context, tx pgx.Tx, kind, family, period string, extra map[string]any) error {
+	key := NoticeKey(kind, family, period)
+	body := map[string]any{"type": kind, "idempotency_key": key, "family": family, "period": period}
+	for k, v := range extra {
+		body[k] = v
+	}
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO notices (key, kind, family, period, payload) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (key) DO NOTHING`, key, kind, family, period, payload)
+	return err
 }
 
 // fillRanks sets positions and ranks of standings in board order from
@@ -232,7 +263,8 @@ func (l *Ledger) MarkDelivered(ctx context.Context, keys ...string) error {
 		return nil
 	}
 	err := l.withConn(ctx, func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `UPDATE award_outbox SET delivered_at = now() WHERE idempotency_key = ANY($1) AND delivered_at IS NULL`, keys)
+		_, err := c.Exec(ctx, `UPDATE award_outbox SET delivered_at = now(), state = 'delivered', delivered_via = 'mark', last_error = ''
+			WHERE idempotency_key = ANY($1) AND delivered_at IS NULL`, keys)
 		return err
 	})
 	if err != nil {
