@@ -156,7 +156,9 @@ type Webhook struct {
 }
 
 // URL returns the receiver URL from the env var URLEnv names.
-func (w Webhook) URL(getenv func(string) string) string { return strings.TrimSpace(lookup(w.URLEnv, getenv)) }
+func (w Webhook) URL(getenv func(string) string) string {
+	return strings.TrimSpace(lookup(w.URLEnv, getenv))
+}
 
 // Secret returns the signing secret from the env var SecretEnv names.
 func (w Webhook) Secret(getenv func(string) string) string { return lookup(w.SecretEnv, getenv) }
