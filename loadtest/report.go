@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,21 +141,12 @@ func writeCSV(path string, rows [][]string) error {
 // fmtCodes renders {"ok": 10, "503": 2} as "503×2" (successes left out).
 func fmtCodes(c map[string]int64) string {
 	var parts []string
-	for _, k := range sortedKeys(c) {
+	for _, k := range slices.Sorted(maps.Keys(c)) {
 		if k != "ok" {
 			parts = append(parts, fmt.Sprintf("%s×%d", k, c[k]))
 		}
 	}
 	return strings.Join(parts, " ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // PrintSummary writes the per-operation table of a result.

@@ -29,6 +29,8 @@ import (
 	// Period boundaries depend on time zones: embed the database so the
 	// gateway does not depend on the host's /usr/share/zoneinfo.
 	_ "time/tzdata"
+
+	"github.com/rankgate/rankgate/internal/rank"
 )
 
 // Enum values.
@@ -68,9 +70,9 @@ const (
 
 // Score bounds.
 const (
-	// ScoreLimit is 2^53: every stored score must stay within ±ScoreLimit,
-	// where float64 (the Redis score type) is still exact.
-	ScoreLimit int64 = 1 << 53
+	// ScoreLimit is rank.MaxSafe (2^53): every stored score must stay within
+	// ±ScoreLimit, where float64 (the Redis score type) is still exact.
+	ScoreLimit = rank.MaxSafe
 	// MaxPointsLimit is the largest max_points (2^53 − 1).
 	MaxPointsLimit int64 = ScoreLimit - 1
 	// DefaultTieFirstMaxPoints and DefaultSeqCapacity are the tie "first"

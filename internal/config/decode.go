@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/rankgate/rankgate/internal/period"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -412,7 +413,7 @@ func (d *decoder) fields(n *yaml.Node, path string, fs map[string]field) map[str
 		f, ok := fs[p.key]
 		if !ok {
 			d.errs = append(d.errs, &FieldError{Key: key, Msg: fmt.Sprintf("unknown key (line %d; known keys: %s)",
-				p.k.Line, strings.Join(sortedKeys(fs), ", "))})
+				p.k.Line, strings.Join(slices.Sorted(maps.Keys(fs)), ", "))})
 			continue
 		}
 		if !isNull(resolve(p.v)) {
@@ -563,13 +564,4 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"regexp"
@@ -91,7 +92,7 @@ func (c *Config) Validate() error {
 	c.validateServer(v)
 	c.validateAwards(v)
 
-	c.FamilyNames = sortedKeys(c.Families)
+	c.FamilyNames = slices.Sorted(maps.Keys(c.Families))
 	if len(c.Families) == 0 {
 		v.errorf("families", "at least one family is required")
 	}
@@ -475,7 +476,7 @@ func validateDimensions(v *validator, p string, f *Family) {
 	if _, ok := f.Dimensions[DimNational]; !ok {
 		v.errorf(p+".dimensions."+DimNational, "is required")
 	}
-	for _, t := range sortedKeys(f.Dimensions) {
+	for _, t := range slices.Sorted(maps.Keys(f.Dimensions)) {
 		key := p + ".dimensions." + t
 		if !dimTypeRe.MatchString(t) {
 			v.errorf(key, "invalid dimension type %q: must match [a-z0-9_]{1,32}", t)

@@ -179,17 +179,12 @@ func (s *Service) Layout(ctx context.Context, familyName, periodID string) (Layo
 }
 
 // pileUp warns when a sharded board puts clearly more of its shards on one
-// master than an even spread would (more than ⌈S/M⌉ + 1, or every shard of a
-// multi-shard board on one node while others exist).
+// master than an even spread would (shard.PileUp, the rule the capacity
+// planner applies too).
 func pileUp(bp BoardPlacement, n, masters int) string {
-	if n < 2 || masters < 2 {
+	node, c, fair, ok := shard.PileUp(bp.Nodes, n, masters)
+	if !ok {
 		return ""
 	}
-	fair := (n + masters - 1) / masters
-	for node, c := range bp.Nodes {
-		if c == n || c > fair+1 {
-			return fmt.Sprintf("board %s: %d of its %d shards sit on %s (an even spread is %d); hot reads on it load one master", bp.Board, c, n, node, fair)
-		}
-	}
-	return ""
+	return fmt.Sprintf("board %s: %d of its %d shards sit on %s (an even spread is %d); hot reads on it load one master", bp.Board, c, n, node, fair)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/ui"
 )
 
@@ -83,8 +84,9 @@ const (
 	defaultEntriesLimit = 50
 	defaultRangeLimit   = 50
 	defaultRadius       = 2
-	// Count and range bounds default to every exact integer score.
-	maxExact int64 = 1<<53 - 1
+	// Count and range bounds default to every exact integer score
+	// (rank.MaxSafe is 2^53).
+	maxExact = rank.MaxSafe - 1
 )
 
 var _ http.Handler = (*server)(nil)

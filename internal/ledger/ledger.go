@@ -80,9 +80,6 @@ const (
 // DefaultSchema is the schema the ledger's tables live in unless Options say otherwise.
 const DefaultSchema = "rankgate"
 
-// maxSafe is 2^53, the default bound on |points| (every score must stay exact in a float64).
-const maxSafe int64 = 1 << 53
-
 // Options configure Open.
 type Options struct {
 	// Schema holds every table (default "rankgate"); created when missing.

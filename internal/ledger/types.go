@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/rankgate/rankgate/internal/rank"
 )
 
 // Rules are the family rules the write path needs.
@@ -11,7 +13,7 @@ type Rules struct {
 	Aggregate   string // sum (default) | max | min
 	Desc        bool   // higher points rank first (settlement order); false: lower first
 	TieFirst    bool   // tie "first": equal points rank by achievement seq
-	MaxPoints   int64  // |points| bound; ≤ 0: 2^53
+	MaxPoints   int64  // |points| bound; ≤ 0: rank.MaxSafe (2^53)
 	SeqCapacity int64  // B of the tie encoding: seqs must stay below it (TieFirst only)
 }
 
@@ -24,7 +26,7 @@ func (r Rules) check() (Rules, error) {
 		return r, fmt.Errorf("%w: aggregate %q (want sum, max or min)", ErrInvalid, r.Aggregate)
 	}
 	if r.MaxPoints <= 0 {
-		r.MaxPoints = maxSafe
+		r.MaxPoints = rank.MaxSafe // every score must stay exact in a float64
 	}
 	if r.TieFirst && r.SeqCapacity < 2 {
 		return r, fmt.Errorf("%w: seq_capacity %d under tie first (want ≥ 2)", ErrInvalid, r.SeqCapacity)

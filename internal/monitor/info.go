@@ -11,25 +11,10 @@ const (
 	roleReplica = "replica"
 )
 
-// parseInfo parses an INFO reply into its "field:value" lines; section
-// headers, blank lines and malformed lines are skipped.
-func parseInfo(s string) map[string]string {
-	out := make(map[string]string, 32)
-	for line := range strings.Lines(s) {
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
+// The INFO fields below are read from one section of go-redis's InfoMap
+// (section name → field → value), which parses the reply.
 
-// infoInt returns an integer field of a parsed INFO reply.
+// infoInt returns an integer field of a parsed INFO section.
 func infoInt(info map[string]string, k string) (int64, bool) {
 	v, ok := info[k]
 	if !ok {
@@ -39,7 +24,7 @@ func infoInt(info map[string]string, k string) (int64, bool) {
 	return n, err == nil
 }
 
-// infoFloat returns a numeric field of a parsed INFO reply.
+// infoFloat returns a numeric field of a parsed INFO section.
 func infoFloat(info map[string]string, k string) (float64, bool) {
 	v, ok := info[k]
 	if !ok {
@@ -60,32 +45,35 @@ func infoRole(info map[string]string) string {
 	return ""
 }
 
-// cmdStat is one command's line of INFO commandstats.
-type cmdStat struct {
-	calls   int64
-	usec    int64
-	perCall float64 // usec_per_call: the lifetime average, microseconds
+// CommandStat is one command's line of INFO commandstats.
+type CommandStat struct {
+	Calls   int64
+	Usec    int64
+	PerCall float64 // usec_per_call: the lifetime average, microseconds
 }
 
-// parseCommandStats parses INFO commandstats: "cmdstat_zscore:calls=3,usec=9,
-// usec_per_call=3.00,..." → {"zscore": …}. Command names are lowercase.
-func parseCommandStats(info map[string]string) map[string]cmdStat {
-	out := make(map[string]cmdStat)
-	for k, v := range info {
+// ParseCommandStats parses the Commandstats section of InfoMap:
+// "cmdstat_zscore" → "calls=3,usec=9,usec_per_call=3.00,…" becomes
+// {"zscore": …}. Command names are lowercase; a subcommand keeps its own
+// entry ("client|list"). It is the one commandstats parser: the monitor's
+// latency gauges and the planner's calibration both read through it.
+func ParseCommandStats(section map[string]string) map[string]CommandStat {
+	out := make(map[string]CommandStat)
+	for k, v := range section {
 		name, ok := strings.CutPrefix(k, "cmdstat_")
 		if !ok {
 			continue
 		}
-		var st cmdStat
+		var st CommandStat
 		for field := range strings.SplitSeq(v, ",") {
 			fk, fv, _ := strings.Cut(field, "=")
 			switch fk {
 			case "calls":
-				st.calls, _ = strconv.ParseInt(fv, 10, 64)
+				st.Calls, _ = strconv.ParseInt(fv, 10, 64)
 			case "usec":
-				st.usec, _ = strconv.ParseInt(fv, 10, 64)
+				st.Usec, _ = strconv.ParseInt(fv, 10, 64)
 			case "usec_per_call":
-				st.perCall, _ = strconv.ParseFloat(fv, 64)
+				st.PerCall, _ = strconv.ParseFloat(fv, 64)
 			}
 		}
 		out[strings.ToLower(name)] = st

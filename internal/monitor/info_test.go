@@ -5,10 +5,13 @@ import (
 	"testing"
 )
 
-func TestParseInfo(t *testing.T) {
+// TestInfoFields reads fields of INFO sections as go-redis's InfoMap hands
+// them over (it parses the reply; TestRun and the e2e monitor test read a
+// real one).
+func TestInfoFields(t *testing.T) {
 	t.Parallel()
-	info := parseInfo("# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:7100\r\n" +
-		"slave_repl_offset:1234\r\n\r\n# Memory\r\nused_memory:1048576\r\nmaxmemory_policy:noeviction\r\nbad line\r\n")
+	info := map[string]string{"role": "slave", "master_host": "127.0.0.1", "master_port": "7100",
+		"slave_repl_offset": "1234", "used_memory": "1048576", "maxmemory_policy": "noeviction"}
 	if got := infoRole(info); got != roleReplica {
 		t.Errorf("role = %q, want replica", got)
 	}
@@ -24,21 +27,23 @@ func TestParseInfo(t *testing.T) {
 	if info["maxmemory_policy"] != "noeviction" {
 		t.Errorf("maxmemory_policy = %q", info["maxmemory_policy"])
 	}
-	if got := infoRole(parseInfo("role:master\n")); got != roleMaster {
+	if got := infoRole(map[string]string{"role": "master"}); got != roleMaster {
 		t.Errorf("role = %q, want master", got)
 	}
 }
 
 func TestParseCommandStats(t *testing.T) {
 	t.Parallel()
-	got := parseCommandStats(parseInfo("# Commandstats\r\n" +
-		"cmdstat_evalsha:calls=10,usec=250,usec_per_call=25.00,rejected_calls=0,failed_calls=1\r\n" +
-		"cmdstat_client|list:calls=1,usec=5,usec_per_call=5.00,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_ZSCORE:calls=4,usec=6,usec_per_call=1.50\r\n"))
-	want := map[string]cmdStat{
-		"evalsha":     {calls: 10, usec: 250, perCall: 25},
-		"client|list": {calls: 1, usec: 5, perCall: 5},
-		"zscore":      {calls: 4, usec: 6, perCall: 1.5},
+	got := ParseCommandStats(map[string]string{
+		"cmdstat_evalsha":     "calls=10,usec=250,usec_per_call=25.00,rejected_calls=0,failed_calls=1",
+		"cmdstat_client|list": "calls=1,usec=5,usec_per_call=5.00,rejected_calls=0,failed_calls=0",
+		"cmdstat_ZSCORE":      "calls=4,usec=6,usec_per_call=1.50",
+		"errorstat_ERR":       "count=1",
+	})
+	want := map[string]CommandStat{
+		"evalsha":     {Calls: 10, Usec: 250, PerCall: 25},
+		"client|list": {Calls: 1, Usec: 5, PerCall: 5},
+		"zscore":      {Calls: 4, Usec: 6, PerCall: 1.5},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)

@@ -88,7 +88,7 @@ type Monitor struct {
 	pollErrors prometheus.Counter
 
 	pollMu  sync.Mutex // one poll at a time; guards prevCmd and known
-	prevCmd map[string]cmdStat
+	prevCmd map[string]CommandStat
 	known   map[string]string // addr → role of the last poll's nodes
 
 	lastErr string // Run's last logged failure
@@ -111,7 +111,7 @@ func New(c redis.UniversalClient, o Options) (*Monitor, error) {
 			Name: "rankgate_monitor_poll_errors_total",
 			Help: "Cluster monitor polls in which some node or the topology could not be read.",
 		}),
-		prevCmd: map[string]cmdStat{}, known: map[string]string{},
+		prevCmd: map[string]CommandStat{}, known: map[string]string{},
 	}
 	if m.pattern == "" && o.Prefix != "" {
 		m.pattern = BoardKeyPattern(o.Prefix)
@@ -182,7 +182,7 @@ type nodeResult struct {
 	slaveOffset  int64 // a replica's slave_repl_offset
 	hasSlaveOff  bool
 	masterAddr   string // a replica's master_host:master_port
-	cmds         map[string]cmdStat
+	cmds         map[string]CommandStat
 	keys         []keyMemory
 }
 
@@ -274,10 +274,10 @@ func (m *Monitor) Poll(ctx context.Context) error {
 func (m *Monitor) pollNode(ctx context.Context, n *redis.Client, roleHint string) *nodeResult {
 	r := &nodeResult{addr: n.Options().Addr, roleHint: roleHint}
 	pipe := n.Pipeline()
-	stats := pipe.Info(ctx, "stats")
-	mem := pipe.Info(ctx, "memory")
-	repl := pipe.Info(ctx, "replication")
-	cmds := pipe.Info(ctx, "commandstats")
+	stats := pipe.InfoMap(ctx, "stats")
+	mem := pipe.InfoMap(ctx, "memory")
+	repl := pipe.InfoMap(ctx, "replication")
+	cmds := pipe.InfoMap(ctx, "commandstats")
 	var myID *redis.StringCmd
 	if roleHint != "" {
 		myID = pipe.ClusterMyID(ctx)
@@ -289,19 +289,19 @@ func (m *Monitor) pollNode(ctx context.Context, n *redis.Client, roleHint string
 	if myID != nil {
 		r.id = myID.Val()
 	}
-	s := parseInfo(stats.Val())
+	s := stats.Val()["Stats"]
 	r.ops, _ = infoFloat(s, "instantaneous_ops_per_sec")
-	mi := parseInfo(mem.Val())
+	mi := mem.Val()["Memory"]
 	r.usedMemory, _ = infoFloat(mi, "used_memory")
 	r.policy = mi["maxmemory_policy"]
-	ri := parseInfo(repl.Val())
+	ri := repl.Val()["Replication"]
 	r.role = infoRole(ri)
 	r.masterOffset, _ = infoInt(ri, "master_repl_offset")
 	r.slaveOffset, r.hasSlaveOff = infoInt(ri, "slave_repl_offset")
 	if h, p := ri["master_host"], ri["master_port"]; h != "" && p != "" {
 		r.masterAddr = h + ":" + p
 	}
-	r.cmds = parseCommandStats(parseInfo(cmds.Val()))
+	r.cmds = ParseCommandStats(cmds.Val()["Commandstats"])
 	if r.role == roleMaster && m.pattern != "" && m.topKeys > 0 {
 		// A sampling failure (the poll deadline, most likely) keeps the
 		// keys sized so far and does not mark the node down.
@@ -452,7 +452,7 @@ func (m *Monitor) snapshot(views []nodeView, results []*nodeResult, topo []clust
 		}
 	}
 	prev := m.prevCmd
-	m.prevCmd = make(map[string]cmdStat, len(prev))
+	m.prevCmd = make(map[string]CommandStat, len(prev))
 	var keys []keyMemory
 	for _, v := range views {
 		gauge(descUp, b2f(v.up), v.addr, v.role)
@@ -469,9 +469,9 @@ func (m *Monitor) snapshot(views []nodeView, results []*nodeResult, topo []clust
 				continue // never called on this node since the stats were reset
 			}
 			k := v.addr + "\x00" + name
-			usec := st.perCall
-			if p, ok := prev[k]; ok && st.calls > p.calls && st.usec >= p.usec {
-				usec = float64(st.usec-p.usec) / float64(st.calls-p.calls)
+			usec := st.PerCall
+			if p, ok := prev[k]; ok && st.Calls > p.Calls && st.Usec >= p.Usec {
+				usec = float64(st.Usec-p.Usec) / float64(st.Calls-p.Calls)
 			}
 			m.prevCmd[k] = st
 			gauge(descLatency, usec/1e6, v.addr, v.role, name)

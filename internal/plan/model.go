@@ -649,27 +649,14 @@ func recommend(bp *BoardPlan, members int64, writes, hotWrites, fanFloor, readHo
 }
 
 // pileUp warns when a board with several shards puts clearly more of them
-// on one master than an even spread (the rule of GET /v1/layout).
+// on one master than an even spread would (shard.PileUp, the rule of the
+// gateway's layout warning too).
 func pileUp(board string, onMaster map[string]int, n, masters int) string {
-	if n < 2 || masters < 2 {
+	m, c, fair, ok := shard.PileUp(onMaster, n, masters)
+	if !ok {
 		return ""
 	}
-	fair := (n + masters - 1) / masters
-	for _, m := range sortedKeys(onMaster) {
-		if c := onMaster[m]; c == n || c > fair+1 {
-			return fmt.Sprintf("board %s: %d of its %d shards sit on %s (an even spread is %d)", board, c, n, m, fair)
-		}
-	}
-	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return fmt.Sprintf("board %s: %d of its %d shards sit on %s (an even spread is %d)", board, c, n, m, fair)
 }
 
 // warn adds the plan-wide warnings: budgets, the hottest slot, skew.

@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -35,7 +37,7 @@ func WriteTable(w io.Writer, p *Plan) error {
 	pr("COMMANDS PER CALL  counted by %s\n", c.Counting)
 	pr("OP\tAT %d SHARD\tAT %d SHARDS\tHOME\tPER SHARD\tPER BOARD\tPERIOD\tSERVER/CMD\tµS/CMD\tSERVER AT %d\tFETCHED/CALL (AT %d)\n",
 		c.OpsShards[0], c.OpsShards[1], c.OpsShards[1], c.OpsShards[1])
-	for _, k := range sortedKeys(c.Ops) {
+	for _, k := range slices.Sorted(maps.Keys(c.Ops)) {
 		o := c.Ops[k]
 		at := map[int]OpMeasure{}
 		for _, m := range o.Measured {

@@ -162,8 +162,10 @@ func (h reloadOnDialError) maybeReload(ctx context.Context, err error) {
 	}
 }
 
-// forEachMaster runs fn on every master of a cluster, or on the one node.
-func forEachMaster(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, n *redis.Client) error) error {
+// ForEachMaster runs fn on every master of a cluster (in parallel), or on
+// the one node of a standalone client. It is the one such helper: the
+// calibration and the store's readiness check both use it.
+func ForEachMaster(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, n *redis.Client) error) error {
 	switch cc := c.(type) {
 	case *redis.ClusterClient:
 		return cc.ForEachMaster(ctx, fn)
@@ -230,7 +232,7 @@ func Ready(ctx context.Context, c redis.UniversalClient) (Readiness, error) {
 		return r, fmt.Errorf("ping: %w", err)
 	}
 	var mu sync.Mutex
-	err := forEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
+	err := ForEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
 		v, err := n.ConfigGet(ctx, "maxmemory-policy").Result()
 		if redis.HasErrorPrefix(err, "NOPERM") {
 			// A restricted ACL user may not read the config (CONFIG GET also

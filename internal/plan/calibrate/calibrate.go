@@ -33,6 +33,7 @@ import (
 
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/monitor"
 	"github.com/rankgate/rankgate/internal/plan"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
@@ -645,14 +646,14 @@ func (after cmdStats) delta(before cmdStats, topLevel map[string]int) (calls, us
 func serverCommands(ctx context.Context, c redis.UniversalClient) (cmdStats, error) {
 	total := cmdStats{}
 	var mu sync.Mutex
-	err := forEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
-		s, err := n.Info(ctx, "commandstats").Result()
+	err := store.ForEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
+		info, err := n.InfoMap(ctx, "commandstats").Result()
 		if err != nil {
 			return err
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		for name, v := range parseCommandStats(s) {
+		for name, v := range commandTotals(info["Commandstats"]) {
 			t := total[name]
 			t.calls += v.calls
 			t.usec += v.usec
@@ -666,31 +667,19 @@ func serverCommands(ctx context.Context, c redis.UniversalClient) (cmdStats, err
 	return total, nil
 }
 
-// parseCommandStats parses "cmdstat_<name>[|sub]:calls=N,usec=U,…" lines,
-// leaving out notCalls; subcommands add up under their command.
-func parseCommandStats(info string) cmdStats {
+// commandTotals sums the Commandstats section of InfoMap
+// (monitor.ParseCommandStats) per command, subcommands under their command,
+// leaving out notCalls.
+func commandTotals(section map[string]string) cmdStats {
 	out := cmdStats{}
-	for line := range strings.SplitSeq(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		name, found := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !found {
-			continue
-		}
-		base, _, _ := strings.Cut(strings.ToLower(name), "|")
+	for name, v := range monitor.ParseCommandStats(section) {
+		base, _, _ := strings.Cut(name, "|")
 		if notCalls[base] {
 			continue
 		}
 		st := out[base]
-		for kv := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				st.calls += n
-			case "usec":
-				st.usec += n
-			}
-		}
+		st.calls += v.Calls
+		st.usec += v.Usec
 		out[base] = st
 	}
 	return out
@@ -715,7 +704,7 @@ func serverFacts(ctx context.Context, c redis.UniversalClient) (string, int, int
 	var version string
 	lp, hlp := 0, 0
 	var mu sync.Mutex
-	err := forEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
+	err := store.ForEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
 		info, err := n.Info(ctx, "server").Result()
 		if err != nil {
 			return err
@@ -760,16 +749,6 @@ func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
 func (w warnOnly) WithAttrs(a []slog.Attr) slog.Handler { return warnOnly{w.Handler.WithAttrs(a)} }
 func (w warnOnly) WithGroup(g string) slog.Handler      { return warnOnly{w.Handler.WithGroup(g)} }
 
-func forEachMaster(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, n *redis.Client) error) error {
-	switch cc := c.(type) {
-	case *redis.ClusterClient:
-		return cc.ForEachMaster(ctx, fn)
-	case *redis.Client:
-		return fn(ctx, cc)
-	}
-	return fmt.Errorf("unsupported client %T", c)
-}
-
 // cleanup UNLINKs every tracked key, then sweeps each master for keys left
 // under the prefix (SCAN MATCH prefix:*). It returns how many keys went.
 func cleanup(ctx context.Context, c redis.UniversalClient, prefix string, keys []string) (int, error) {
@@ -791,7 +770,7 @@ func cleanup(ctx context.Context, c redis.UniversalClient, prefix string, keys [
 		}
 	}
 	var mu sync.Mutex
-	err := forEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
+	err := store.ForEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
 		var cursor uint64
 		for {
 			ks, next, err := n.Scan(ctx, cursor, prefix+":*", 1000).Result()

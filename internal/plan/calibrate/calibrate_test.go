@@ -46,8 +46,8 @@ func calibrationEnv(t *testing.T) (redis.UniversalClient, *config.Config) {
 // keysUnder counts the keys under prefix on every master.
 func keysUnder(t *testing.T, c redis.UniversalClient, prefix string) int {
 	t.Helper()
-	var n atomic.Int64 // ForEachMaster runs the masters in parallel
-	err := forEachMaster(context.Background(), c, func(ctx context.Context, m *redis.Client) error {
+	var n atomic.Int64 // store.ForEachMaster runs the masters in parallel
+	err := store.ForEachMaster(context.Background(), c, func(ctx context.Context, m *redis.Client) error {
 		keys, err := m.Keys(ctx, prefix+":*").Result()
 		n.Add(int64(len(keys)))
 		return err
@@ -200,11 +200,13 @@ func TestCalibrateRefusesASampleWithinTheListpackLimit(t *testing.T) {
 	}
 }
 
-func TestParseCommandStats(t *testing.T) {
-	info := "# Commandstats\r\ncmdstat_evalsha:calls=10,usec=500,usec_per_call=50.00,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_zscore:calls=30,usec=60,usec_per_call=2.00\r\ncmdstat_zcount:calls=20,usec=40,usec_per_call=2.00\r\n" +
-		"cmdstat_info:calls=99,usec=9999\r\ncmdstat_cluster|slots:calls=5,usec=50\r\ncmdstat_zmscore:calls=4,usec=8\r\n"
-	after := parseCommandStats(info)
+func TestCommandTotals(t *testing.T) {
+	info := map[string]string{ // the Commandstats section of InfoMap
+		"cmdstat_evalsha": "calls=10,usec=500,usec_per_call=50.00,rejected_calls=0,failed_calls=0",
+		"cmdstat_zscore":  "calls=30,usec=60,usec_per_call=2.00", "cmdstat_zcount": "calls=20,usec=40,usec_per_call=2.00",
+		"cmdstat_info": "calls=99,usec=9999", "cmdstat_cluster|slots": "calls=5,usec=50", "cmdstat_zmscore": "calls=4,usec=8",
+	}
+	after := commandTotals(info)
 	if _, ok := after["info"]; ok {
 		t.Error("INFO must be left out")
 	}
