@@ -10,6 +10,9 @@
 //	go run ./loadtest -prefill 100000 -duration 0              # load 100k members only
 //	go run ./loadtest -compare old/gateway.json new/gateway.json
 //	go run ./loadtest -report loadtest/results/RUN/gateway.json
+//
+// It speaks HTTP to the gateway (RESP to Redis only for its baseline): it must
+// not import internal/gateway or internal/httpapi.
 package main
 
 import (

@@ -14,6 +14,8 @@
 //   - The shared load runs detached from every caller: a caller that gives up
 //     gets its own ctx.Err(), the others (and the store) are unaffected.
 //   - The cache never turns a successful load into an error.
+//
+// It must not import Redis, net/http or any other rankgate package.
 package cache
 
 import (

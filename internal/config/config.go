@@ -13,6 +13,9 @@
 // grace 5m, retention 1080h, cache_ttl 1s, tie member, rank competition,
 // rules_version "1", max_points 2^53−1 (tie member) or 8388607 with
 // seq_capacity 2^30 (tie first). A dimension's shards default to 1.
+//
+// It imports internal/period and internal/rank only; it must not import
+// go-redis, net/http, internal/store or internal/gateway.
 package config
 
 import (

@@ -12,4 +12,6 @@
 // from the load's own timestamps, and audits every acknowledged event at the
 // end. The clusters are stopped when the suite ends. Only loopback traffic;
 // every loop is bounded in count and time. Results: docs/reliability.md.
+//
+// Test-only (build tag faults): production code must not import it.
 package faults

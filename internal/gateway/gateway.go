@@ -2,6 +2,9 @@
 // per-shard reads out and merges them exactly, plans pipelined writes, and
 // applies the period rules. It knows no net/http (internal/httpapi does) and
 // builds no keys (internal/shard does).
+//
+// It imports internal/store, shard, merge, cache, config, period, rank and
+// ledger; it must not import net/http or internal/httpapi.
 package gateway
 
 import (

@@ -2,6 +2,9 @@
 // query decoding, the one error → status map, request metrics, access logs
 // and panic recovery. It checks syntax only; the gateway checks meaning
 // (families, ids, limits, ranges) and answers with *rank.Error.
+//
+// It imports internal/gateway (its Service), rank, config and ui; it must not
+// import go-redis, internal/store or internal/ledger.
 package httpapi
 
 import (

@@ -6,6 +6,9 @@
 // Merging is stable: elements that compare equal (neither is less than the
 // other) come out in list order, so elements of lists[i] precede equal
 // elements of lists[j] for i < j, and each list keeps its own order.
+//
+// It imports the standard library only: no Redis, no HTTP, no other rankgate
+// package.
 package merge
 
 import "slices"

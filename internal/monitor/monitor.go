@@ -4,6 +4,9 @@
 // replication lag, the maxmemory policy, and the memory of the biggest board
 // keys. Every poll is bounded by a timeout; a failing node is reported down
 // and does not stop the others.
+//
+// It imports go-redis and Prometheus, no rankgate package; it must not import
+// net/http, internal/gateway or internal/httpapi.
 package monitor
 
 import (

@@ -19,6 +19,9 @@
 // date falls in it. Start is the first instant of its first local day: local
 // midnight, or the instant the day begins when a time zone transition skips
 // or repeats midnight. End is the next period's Start.
+//
+// It imports the standard library only; it must not import any other rankgate
+// package.
 package period
 
 import (

@@ -1,6 +1,9 @@
 // Package rank holds rankgate's domain vocabulary: entries, board order, the
 // composite tie encoding, id validation and the one error type. Standard
 // library only.
+//
+// It must not import any other rankgate package, Redis or net/http: everyone
+// imports it.
 package rank
 
 import (

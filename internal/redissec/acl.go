@@ -3,6 +3,9 @@
 // docs/security.md prints), test certificates (PKI), and the tests that run
 // the gateway over TLS with that restricted user against a TLS-only Redis
 // Cluster the test starts itself on free loopback ports 7800–7899.
+//
+// It imports the standard library only; it must not import internal/gateway,
+// internal/store or internal/httpapi (its tests drive the real program).
 package redissec
 
 import (

@@ -1,6 +1,8 @@
 // Package shard owns the key layout (DESIGN.md §2): board → shard keys and
 // hash tags, period keys, profile keys, member → shard, and key → slot. It is
 // the only package that builds key strings. Pure: no Redis, no HTTP.
+//
+// It must not import Redis, net/http or any other rankgate package.
 package shard
 
 import (

@@ -2,6 +2,9 @@
 // position and count calls, pipelined writes, period and profile keys. It
 // knows go-redis and the scripts' argument order; it does not build keys
 // (internal/shard does) nor merge shards (internal/gateway does).
+//
+// It imports go-redis, internal/shard and internal/rank; it must not import
+// net/http, internal/gateway or internal/ledger.
 package store
 
 import (

@@ -16,6 +16,9 @@
 //     cluster-down CLUSTER_PORT=7100` stops it.
 //  4. Otherwise the test is skipped, saying what is missing, except when CI=true,
 //     where it fails: integration tests are never skipped in CI.
+//
+// Test support: it imports go-redis and testcontainers, no rankgate package;
+// production code must not import it.
 package testcluster
 
 import (

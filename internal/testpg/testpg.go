@@ -3,6 +3,9 @@
 // and a fresh schema per test, dropped at cleanup. When the server does not
 // answer, tests are skipped with a message — except under CI=true, where
 // they fail: integration tests are never skipped in CI.
+//
+// Test support: it imports pgx, no rankgate package; production code must not
+// import it.
 package testpg
 
 import (

@@ -3,6 +3,8 @@
 // the gateway service, the HTTP API with a Prometheus registry, and the
 // cluster monitor registered on the same registry — the wiring of
 // cmd/gateway without the process.
+//
+// Test support: production code must not import it.
 package teststack
 
 import (

@@ -3,6 +3,8 @@
 // nothing fetched from elsewhere. The page reads the gateway's own API —
 // families and their periods, the live top of a board, member search, the
 // shard → node layout — and the cache hit ratio from /metrics.
+//
+// It imports the standard library only (embed, net/http), no rankgate package.
 package ui
 
 import (

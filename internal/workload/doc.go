@@ -6,4 +6,6 @@
 // plan and a load-test run of one scenario describe the same traffic.
 //
 // The package is pure: no Redis, no HTTP, no I/O.
+//
+// It must not import go-redis, net/http or any other rankgate package.
 package workload
