@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -17,27 +18,11 @@ import (
 func layoutCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var family, period string
 	var asJSON bool
-	// layout takes the common flags plus its own; split them.
-	var common []string
-	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "-family", "--family":
-			if i+1 < len(args) {
-				family = args[i+1]
-				i++
-			}
-		case "-period", "--period":
-			if i+1 < len(args) {
-				period = args[i+1]
-				i++
-			}
-		case "-json", "--json":
-			asJSON = true
-		default:
-			common = append(common, args[i])
-		}
-	}
-	_, cfg, log, err := parseFlags("layout", common, getenv, stderr)
+	_, cfg, log, err := parseFlags("layout", args, getenv, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&family, "family", "", "only this family (default: every family)")
+		fs.StringVar(&period, "period", "", "period id or current (default current)")
+		fs.BoolVar(&asJSON, "json", false, "print JSON instead of tables")
+	})
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,8 @@
 // Command gateway runs rankgate: a cluster-aware ranking gateway in front of
 // Redis Cluster. main only wires: config, clients, service, server, signals.
+//
+// It may import every internal package (it wires them) but holds no logic of
+// its own; nothing imports it.
 package main
 
 import (
@@ -55,7 +58,7 @@ func runAt(ctx context.Context, now func() time.Time, args []string, getenv func
 	case "plan":
 		return planCmd(ctx, args, getenv, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q (want serve or layout)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, layout or plan)", cmd)
 	}
 }
 
@@ -69,9 +72,15 @@ type flags struct {
 	ready      string
 }
 
-func parseFlags(name string, args []string, getenv func(string) string, stderr io.Writer) (*flags, *config.Config, *slog.Logger, error) {
+// parseFlags parses the flags every subcommand takes, plus those that own
+// (when given) registers on the same FlagSet, then loads and validates the
+// config.
+func parseFlags(name string, args []string, getenv func(string) string, stderr io.Writer, own ...func(*flag.FlagSet)) (*flags, *config.Config, *slog.Logger, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	for _, register := range own {
+		register(fs)
+	}
 	f := &flags{}
 	fs.StringVar(&f.config, "config", getenv("RANKGATE_CONFIG"), "path of the YAML config file (env RANKGATE_CONFIG)")
 	fs.StringVar(&f.listen, "listen", "", "listen address, overrides config and RANKGATE_LISTEN")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,49 +27,15 @@ func planCmd(ctx context.Context, args []string, getenv func(string) string, std
 	var scenarios []string
 	var jsonOut string
 	sample, calls := 5000, 100
-	var common []string
-	intArg := func(name, v string, dst *int) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return fmt.Errorf("-%s: want a positive integer, got %q", name, v)
-		}
-		*dst = n
-		return nil
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		val := func() (string, error) {
-			if i+1 >= len(args) {
-				return "", fmt.Errorf("%s needs a value", a)
-			}
-			i++
-			return args[i], nil
-		}
-		var err error
-		var v string
-		switch a {
-		case "-scenario", "--scenario":
-			if v, err = val(); err == nil {
-				scenarios = append(scenarios, v)
-			}
-		case "-json", "--json":
-			jsonOut, err = val()
-		case "-sample", "--sample":
-			if v, err = val(); err == nil {
-				err = intArg("sample", v, &sample)
-			}
-		case "-calls", "--calls":
-			if v, err = val(); err == nil {
-				err = intArg("calls", v, &calls)
-			}
-		default:
-			common = append(common, a)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	_, cfg, log, err := parseFlags("plan", common, getenv, stderr)
+	_, cfg, log, err := parseFlags("plan", args, getenv, stderr, func(fs *flag.FlagSet) {
+		fs.Func("scenario", "scenario YAML `file` (repeatable; later files override earlier keys)", func(v string) error {
+			scenarios = append(scenarios, v)
+			return nil
+		})
+		fs.StringVar(&jsonOut, "json", "", "also write the plan as JSON to this `file` (- for stdout)")
+		fs.Func("sample", "members of the large sample boards (default 5000)", positiveInt(&sample))
+		fs.Func("calls", "API calls measured per operation (default 100)", positiveInt(&calls))
+	})
 	if err != nil {
 		return err
 	}
@@ -138,4 +105,16 @@ func planCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	return os.WriteFile(jsonOut, data, 0o644)
+}
+
+// positiveInt parses a flag value into dst, refusing anything below 1.
+func positiveInt(dst *int) func(string) error {
+	return func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("want a positive integer, got %q", v)
+		}
+		*dst = n
+		return nil
+	}
 }

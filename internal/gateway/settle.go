@@ -406,7 +406,7 @@ func (s *Service) Correct(ctx context.Context, c Correction) (EventResult, error
 	}
 	if p.err != nil {
 		var re *rank.Error
-		if errorsAs(p.err, &re) && re.Field == "event_id" {
+		if errors.As(p.err, &re) && re.Field == "event_id" {
 			re.Field = "correction_id"
 		}
 		return EventResult{}, p.err

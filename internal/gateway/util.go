@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"errors"
 	"sync"
-	"time"
 
 	"strconv"
 
@@ -16,8 +14,6 @@ func itoa(v int) string     { return strconv.Itoa(v) }
 func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
 
 func shardOf(member string, n int) int { return shard.Of(member, n) }
-
-type timeT = time.Time
 
 // mergers recycles merge state so a fan-out allocates only its result.
 var mergers = sync.Pool{New: func() any { return merge.NewMerger(rank.Before) }}
@@ -32,5 +28,3 @@ func mergeInto(dst []rank.Item, lists [][]rank.Item, want int) []rank.Item {
 func mergeItems(lists [][]rank.Item, want int) []rank.Item {
 	return mergeInto(make([]rank.Item, 0, want), lists, want)
 }
-
-func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -192,7 +192,7 @@ func familyLabel(p *plan) string {
 }
 
 // planEvent validates one event and names its boards.
-func (s *Service) planEvent(ev Event, now timeT) plan {
+func (s *Service) planEvent(ev Event, now time.Time) plan {
 	p := plan{ev: ev}
 	fail := func(err error) plan { p.err = err; return p }
 	if !rank.ValidEventID(ev.EventID) {
@@ -377,7 +377,7 @@ func (s *Service) registerBoards(ctx context.Context, plans []plan) {
 }
 
 // recordLate keeps events refused as late for review.
-func (s *Service) recordLate(ctx context.Context, plans []plan, now timeT) {
+func (s *Service) recordLate(ctx context.Context, plans []plan, now time.Time) {
 	for i := range plans {
 		p := &plans[i]
 		if p.late == "" || p.lateKept {
@@ -403,7 +403,7 @@ func (s *Service) recordLate(ctx context.Context, plans []plan, now timeT) {
 }
 
 // eventOutcome turns one event's board results into its answer.
-func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteResult, now timeT) (EventResult, error) {
+func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteResult, now time.Time) (EventResult, error) {
 	res := EventResult{EventID: p.ev.EventID, Period: p.period.ID, Duplicate: true, Boards: make([]BoardPoints, len(rs))}
 	var closed, unknown, reversed, notReversible, outOfRange int
 	var firstErr error

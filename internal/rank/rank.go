@@ -1,6 +1,9 @@
 package rank
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // MaxSafe is 2^53: every integer of magnitude up to MaxSafe is exact in a
 // float64, the type of a sorted-set score. No reachable score may leave it.
@@ -70,7 +73,7 @@ func (e Encoding) Points(stored int64) int64 { return e.Stored(stored) }
 func (e Encoding) CheckPoints(field string, points int64) error {
 	if points > e.MaxPoints || points < -e.MaxPoints {
 		return &Error{Code: CodeOutOfRange, Field: field,
-			Message: "points must stay within ±max_points (" + itoa(e.MaxPoints) + ")"}
+			Message: "points must stay within ±max_points (" + strconv.FormatInt(e.MaxPoints, 10) + ")"}
 	}
 	return nil
 }
@@ -86,7 +89,7 @@ func (e Encoding) Score(points, seq int64) (int64, error) {
 		return s, nil
 	}
 	if seq < 0 || seq >= e.B {
-		return 0, &Error{Code: CodeOutOfRange, Message: "achievement seq " + itoa(seq) + " exceeds seq_capacity − 1 (" + itoa(e.B-1) + ")"}
+		return 0, &Error{Code: CodeOutOfRange, Message: "achievement seq " + strconv.FormatInt(seq, 10) + " exceeds seq_capacity − 1 (" + strconv.FormatInt(e.B-1, 10) + ")"}
 	}
 	return s*e.B + (e.B - 1 - seq), nil
 }
@@ -153,29 +156,6 @@ func FromFloat(f float64) (int64, bool) {
 		return 0, false
 	}
 	return int64(f), true
-}
-
-func itoa(v int64) string {
-	if v == 0 {
-		return "0"
-	}
-	neg := v < 0
-	var b [24]byte
-	i := len(b)
-	u := uint64(v)
-	if neg {
-		u = uint64(-v)
-	}
-	for u > 0 {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }
 
 // FillRanks sets Position and Rank of entries that are consecutive in board
