@@ -8,6 +8,9 @@
 // parallel, each under its own deadline — never a goroutine and a round trip
 // per shard. Errors still name their shard, the first one cancels the other
 // nodes, and with AllowPartial a failed node costs only its own shards.
+//
+// It imports internal/store, merge and rank; it must not import net/http,
+// internal/gateway or internal/cache (the gateway wraps it in those).
 package readplan
 
 import (

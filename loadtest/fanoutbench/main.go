@@ -9,6 +9,9 @@
 //
 // It talks HTTP to the gateway and, for the prefill and the direct-to-Redis
 // yardsticks, straight to Redis — like the load tool's baseline.
+//
+// It speaks HTTP to the gateway and RESP (through internal/store) to Redis: it
+// must not import internal/gateway or internal/httpapi.
 package main
 
 import (
