@@ -5,6 +5,9 @@
 // backoff and jitter until a 2xx answer or max attempts (then failed). The
 // state lives in the ledger, so a restart or a change of lease holder goes on
 // where delivery stood; a receiver that dedupes by key sees each award once.
+//
+// It imports internal/ledger (the outbox) and net/http (it is an HTTP client);
+// it must not import go-redis, internal/store or internal/gateway.
 package awards
 
 import (
