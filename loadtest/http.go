@@ -15,7 +15,7 @@ import (
 	"github.com/rankgate/rankgate/internal/workload"
 )
 
-// httpAPI renders operations as gateway requests (API.md). Every target's URL
+// httpAPI renders operations as gateway requests (api/openapi.yaml). Every target's URL
 // carries a fragment "#spec.board": it is never sent (a fragment is not part
 // of an HTTP request) but vegeta hands the URL back in its Result, which is
 // how results are aggregated per operation and page cursors are harvested.

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rankgate/rankgate/internal/apitest"
 	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/testcluster"
 	"github.com/rankgate/rankgate/internal/teststack"
@@ -95,6 +96,8 @@ type gw struct {
 	addr   string
 	base   string
 	client *http.Client
+	// api checks every exchange of client against api/openapi.yaml.
+	api *apitest.Checker
 	logs   *syncBuffer
 	cancel context.CancelFunc
 	done   chan error
@@ -148,6 +151,7 @@ func launch(dir string, addrs []string, prefix string) (*gw, string, error) {
 func (g *gw) waitReady(t *testing.T, ready string, manual bool) {
 	t.Helper()
 	g.awaitReady(t, ready)
+	g.api.Require(t, 0)
 	t.Cleanup(func() {
 		g.client.CloseIdleConnections()
 		if !manual {
@@ -183,9 +187,19 @@ func (g *gw) awaitReady(t *testing.T, ready string) {
 		t.Fatalf("gateway not ready: %v\nlogs:\n%s", err, g.logs.String())
 	}
 	g.base = "http://" + g.addr
+	checker, err := apitest.New()
+	if err != nil {
+		g.cancel()
+		t.Fatal(err)
+	}
+	// Every request and answer through g.client is checked against the
+	// contract: g.do reports a mismatch on its test, anything else sent
+	// through g.client is reported when the test ends (a gateway of its own)
+	// or by TestMain (the shared one).
+	g.api = checker
 	g.client = &http.Client{
 		Timeout:       20 * time.Second,
-		Transport:     &http.Transport{MaxIdleConnsPerHost: 16},
+		Transport:     checker.Transport(&http.Transport{MaxIdleConnsPerHost: 16}),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
@@ -286,6 +300,18 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	// The contract check over the whole run: every exchange of the e2e
+	// tests' clients against api/openapi.yaml.
+	checked, failed := apitest.Totals()
+	if checked > 0 {
+		fmt.Printf("openapi: %d exchanges of the end-to-end tests checked against api/openapi.yaml, %d mismatches\n", checked, failed)
+	}
+	if world.g != nil && world.g.api != nil {
+		for _, f := range world.g.api.Failures() {
+			fmt.Fprintln(os.Stderr, "openapi (shared gateway):", f)
+			code = max(code, 1)
+		}
+	}
 	os.Exit(code)
 }
 
@@ -329,10 +355,16 @@ func (g *gw) do(t *testing.T, method, path string, body any) resp {
 		}
 		rd = bytes.NewReader(data)
 	}
-	req, err := http.NewRequest(method, g.base, rd)
+	var contract error
+	req, err := http.NewRequestWithContext(apitest.WithResult(context.Background(), &contract), method, g.base, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		if contract != nil {
+			t.Errorf("openapi: %v", contract)
+		}
+	}()
 	req.URL.Opaque = path // the raw request-URI, unescaped and uncleaned
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")

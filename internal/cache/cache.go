@@ -1,5 +1,5 @@
 // Package cache is rankgate's best-effort read cache for hot leaderboard
-// reads (DESIGN.md §4 "Cache").
+// reads.
 //
 // A Cache is an expirable LRU plus singleflight: a fresh value is served from
 // memory, and concurrent misses on one key share a single load, so a stampede

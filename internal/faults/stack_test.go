@@ -97,7 +97,7 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, y)
 	}
-	// The client options of production (DESIGN.md §8): slot map reloaded
+	// The client options of production: slot map reloaded
 	// every second and after a dial error, context deadlines honoured.
 	reload := time.Second
 	if v := os.Getenv(envReloadInterval); v != "" {

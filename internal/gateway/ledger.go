@@ -77,7 +77,7 @@ func (s *Service) requireLedger(what string) error {
 	return nil
 }
 
-// ledgerWrites is the write strategy of ledger mode (DESIGN.md §5): events
+// ledgerWrites is the write strategy of ledger mode: events
 // are committed to the ledger first (the event, its boards' totals, versions
 // and achievement seqs), then their absolute totals go to Redis through the
 // versioned projection script, so retries, re-projection and out-of-order

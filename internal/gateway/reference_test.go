@@ -5,7 +5,7 @@ import (
 )
 
 // refBoard is the in-memory reference: one unsharded board that orders
-// members by the rules of DESIGN.md §3 directly — points (higher first, or
+// members by the ranking rules directly — points (higher first, or
 // lower first for asc), then achievement seq (earlier first) under tie
 // "first", then member bytes descending — without the score encoding.
 type refBoard struct {

@@ -362,7 +362,7 @@ func (s *Service) Reconcile(ctx context.Context, ref BoardRef) (ReconcileReport,
 	return rep, nil
 }
 
-// Correction is an audited change (API.md "Administration").
+// Correction is an audited change (api/openapi.yaml).
 type Correction struct {
 	CorrectionID string            `json:"correction_id"`
 	Family       string            `json:"family"`

@@ -15,7 +15,7 @@ import (
 	"github.com/rankgate/rankgate/internal/store"
 )
 
-// Snapshot bounds (API.md).
+// Snapshot bounds (api/openapi.yaml).
 const (
 	MaxSnapshotDepth = 10000
 	MaxSnapshotTTL   = 600 * time.Second

@@ -6,7 +6,7 @@ import (
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
-// Consistency is the freshness a read asks for (DESIGN.md §4).
+// Consistency is the freshness a read asks for.
 type Consistency string
 
 // Consistency levels.
@@ -100,7 +100,7 @@ type RangeQuery struct {
 	Cursor   string
 }
 
-// Event is one point event (API.md "Writes"). Exactly one of Delta (sum
+// Event is one point event (api/openapi.yaml). Exactly one of Delta (sum
 // families), Value (max/min families) or Reverses is set.
 type Event struct {
 	EventID  string            `json:"event_id"`

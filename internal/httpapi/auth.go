@@ -19,7 +19,7 @@ import (
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
-// Scopes (DESIGN §6). A token carries each scope it is given; none implies
+// Scopes. A token carries each scope it is given; none implies
 // another.
 const (
 	ScopeRead  = "read"

@@ -16,7 +16,7 @@ import (
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
-// maxBody bounds every request body (API.md: over 1 MiB is a 413).
+// maxBody bounds every request body (api/openapi.yaml: over 1 MiB is a 413).
 const maxBody = 1 << 20
 
 var errTooLarge = &rank.Error{Code: rank.CodeTooLarge, Message: "request body exceeds 1 MiB"}

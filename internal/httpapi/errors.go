@@ -23,8 +23,8 @@ const statusClientClosed = 499
 
 const internalMessage = "internal error"
 
-// statusOf is the one map from error code to HTTP status (API.md "Status
-// codes"). A code it does not know is a 500.
+// statusOf is the one map from error code to HTTP status (api/openapi.yaml,
+// components/responses). A code it does not know is a 500.
 func statusOf(c rank.Code) int {
 	switch c {
 	case rank.CodeInvalidArgument, rank.CodeInvalidCursor, rank.CodeOffsetTooDeep:

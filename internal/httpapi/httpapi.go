@@ -1,4 +1,5 @@
-// Package httpapi is rankgate's HTTP layer (API.md): routing, strict JSON and
+// Package httpapi is rankgate's HTTP layer (the contract: api/openapi.yaml,
+// served at GET /v1/openapi.json): routing, strict JSON and
 // query decoding, the one error → status map, request metrics, access logs
 // and panic recovery. It checks syntax only; the gateway checks meaning
 // (families, ids, limits, ranges) and answers with *rank.Error.
@@ -12,11 +13,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rankgate/rankgate/api"
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/ui"
@@ -81,7 +84,7 @@ type Options struct {
 	Families func() []FamilyInfo
 }
 
-// Default query values (API.md "Reads").
+// Default query values (api/openapi.yaml).
 const (
 	defaultTopLimit     = 10
 	defaultEntriesLimit = 50
@@ -108,6 +111,10 @@ type server struct {
 	// refused body before the connection closes (see linger).
 	lingerBytes int64
 	lingerTime  time.Duration
+	// allPatterns lists every pattern on the mux (TestOpenAPICoversRoutes).
+	allPatterns []string
+	// openapi is api/openapi.yaml as JSON, served on GET /v1/openapi.json.
+	openapi []byte
 }
 
 // New builds the rankgate HTTP handler.
@@ -127,8 +134,12 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	doc, err := api.JSON()
+	if err != nil {
+		return nil, err
+	}
 	s := &server{svc: svc, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
-		lingerBytes: lingerBytes, lingerTime: lingerTime}
+		lingerBytes: lingerBytes, lingerTime: lingerTime, openapi: doc}
 	s.families = opts.Families
 	s.routes(opts.Auth, opts.Gatherer)
 	return s, nil
@@ -142,7 +153,7 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 		if auth != nil {
 			hh = auth(hh)
 		}
-		s.mux.Handle(pattern, s.guard.wrap(hh))
+		s.handle(pattern, s.guard.wrap(hh))
 		s.patterns = append(s.patterns, pattern)
 	}
 	// Writes.
@@ -178,15 +189,33 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("GET /v1/awards", s.awards)
 	api("POST /v1/awards/{key}/ack", s.ackAward)
 	api("POST /v1/awards/{key}/retry", s.retryAward)
-	// Service.
-	s.mux.Handle("GET /healthz", s.adapt(s.healthz))
-	s.mux.Handle("GET /readyz", s.adapt(s.readyz))
+	// Service: open, not shed.
+	s.handle("GET /v1/openapi.json", s.adapt(s.openAPI))
+	s.handle("GET /healthz", s.adapt(s.healthz))
+	s.handle("GET /readyz", s.adapt(s.readyz))
 	// The status page: static files, no data of their own.
-	s.mux.Handle("GET /ui/", http.StripPrefix("/ui", ui.Handler()))
-	s.mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+	s.handle("GET /ui/", http.StripPrefix("/ui", ui.Handler()))
+	s.handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	if g != nil {
-		s.mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+		s.handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	}
+}
+
+// handle registers a pattern on the mux and records it. Every route is in
+// api/openapi.yaml (TestOpenAPICoversRoutes).
+func (s *server) handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.allPatterns = append(s.allPatterns, pattern)
+}
+
+// openAPI serves the contract, converted to JSON once in New.
+func (s *server) openAPI(w http.ResponseWriter, _ *http.Request) error {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(s.openapi)))
+	h.Set("Cache-Control", "max-age=300")
+	_, _ = w.Write(s.openapi)
+	return nil
 }
 
 // apiFunc is a handler that reports failure by returning it; adapt writes

@@ -27,7 +27,7 @@ func newGuardedHarness(t *testing.T, svc *fakeService, opts Options) *harness {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	return &harness{h: h, reg: reg, log: buf}
+	return &harness{h: contractChecked(t, h), raw: h, reg: reg, log: buf}
 }
 
 // TestShedding fills the in-flight bound with requests blocked in the

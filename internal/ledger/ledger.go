@@ -1,7 +1,7 @@
 // Package ledger is rankgate's durable evidence: a PostgreSQL ledger of every
 // point event, reversal, correction and projection, the per-board totals they
 // add up to, the lifecycle of each family period, late events kept for review,
-// and settlements with their award outbox (DESIGN.md §3, §5).
+// and settlements with their award outbox.
 //
 // The ledger is the truth and Redis a projection of it: Record commits an
 // event and the member's new totals (points, version, achievement seq) in one

@@ -11,7 +11,7 @@ import (
 	"fmt"
 )
 
-// Code is a stable, machine-readable error code (API.md "Status codes").
+// Code is a stable, machine-readable error code (api/openapi.yaml).
 type Code string
 
 // The error codes of the HTTP contract. internal/httpapi maps each to a status

@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzValidIDs: the id validators never panic, agree with the regular
-// expressions of API.md "Names", and nothing they accept can carry a hash
+// expressions of api/openapi.yaml, and nothing they accept can carry a hash
 // tag brace, a key separator or a control byte into a Redis key.
 func FuzzValidIDs(f *testing.F) {
 	for _, s := range []string{
@@ -35,7 +35,7 @@ func FuzzValidIDs(f *testing.F) {
 		for _, v := range validators {
 			ok := v.valid(s)
 			if want := v.re.MatchString(s); ok != want {
-				t.Fatalf("%s: valid(%q) = %v, the API.md pattern says %v", v.name, s, ok, want)
+				t.Fatalf("%s: valid(%q) = %v, the documented pattern says %v", v.name, s, ok, want)
 			}
 			if !ok {
 				continue

@@ -1,6 +1,6 @@
 package rank
 
-// Identifier rules (API.md "Names"). Nothing that passes them can inject '{',
+// Identifier rules (api/openapi.yaml). Nothing that passes them can inject '{',
 // '}', ':' or control bytes into a key.
 
 // ValidFamily: [a-z0-9_-]{1,32}.

@@ -1,4 +1,4 @@
-// Package shard owns the key layout (DESIGN.md §2): board → shard keys and
+// Package shard owns the key layout: board → shard keys and
 // hash tags, period keys, profile keys, member → shard, and key → slot. It is
 // the only package that builds key strings. Pure: no Redis, no HTTP.
 //

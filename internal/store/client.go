@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// ClientOptions configure a Redis client (DESIGN.md §8).
+// ClientOptions configure a Redis client.
 type ClientOptions struct {
 	Addrs        []string
 	Username     string

@@ -167,7 +167,7 @@ func scriptSource(t *testing.T, s *redis.Script) (string, bool) {
 }
 
 // TestScriptsDeclareKeysAndFlags checks that Redis itself enforces what the
-// scripts declare (DESIGN.md §8): their keys (a cross-slot key list is
+// scripts declare: their keys (a cross-slot key list is
 // refused), their "#!lua" shebang and, for the read scripts, flags=no-writes.
 func TestScriptsDeclareKeysAndFlags(t *testing.T) {
 	t.Parallel()
