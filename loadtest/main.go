@@ -17,13 +17,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rankgate/rankgate/client"
 	"github.com/rankgate/rankgate/internal/workload"
 )
 
@@ -470,18 +468,17 @@ func (t *targetRun) finish() *Result {
 func gatewayReady(ctx context.Context, base string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/readyz", nil)
+	c, err := client.New(base, client.WithRetry(client.Retry{Attempts: 1}))
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	err = c.Ready(ctx)
+	var apiErr *client.Error
+	switch {
+	case errors.As(err, &apiErr):
+		return fmt.Errorf("gateway at %s is not ready: %d %s", base, apiErr.Status, apiErr.Message)
+	case err != nil:
 		return fmt.Errorf("gateway not reachable at %s (start it: make run, or go run ./cmd/gateway -config deploy/rankgate.dev.yaml): %w", base, err)
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("gateway at %s is not ready: %s %s", base, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
 }
@@ -491,24 +488,12 @@ func gatewayReady(ctx context.Context, base string) error {
 func gatewayBoardSize(ctx context.Context, sc *Scenario) (string, int64) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	u := strings.TrimRight(sc.Gateway, "/") + "/v1/boards/" + url.PathEscape(sc.Family) + "/" + url.PathEscape(sc.Period)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	c, err := client.New(sc.Gateway, client.WithRetry(client.Retry{Attempts: 2}))
 	if err != nil {
 		return "", 0
 	}
-	resp, err := http.DefaultClient.Do(req)
+	list, err := c.Boards(ctx, sc.Family, sc.Period)
 	if err != nil {
-		return "", 0
-	}
-	defer resp.Body.Close()
-	var list struct {
-		Period string `json:"period"`
-		Boards []struct {
-			Dimension string `json:"dimension"`
-			Members   int64  `json:"members"`
-		} `json:"boards"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&list) != nil {
 		return "", 0
 	}
 	for _, b := range list.Boards {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rankgate/rankgate/client"
 	"github.com/rankgate/rankgate/internal/workload"
 )
 
@@ -127,10 +127,12 @@ feed:
 
 // httpSend posts each batch to the gateway's POST /v1/events:batch.
 func httpSend(w *World) sendBatch {
-	client := newHTTPClient(w.sc.Prefill.Concurrency, 30*time.Second)
-	url := strings.TrimRight(w.sc.Gateway, "/") + "/v1/events:batch"
+	c, err := prefillClient(w.sc.Gateway, newHTTPClient(w.sc.Prefill.Concurrency, 30*time.Second))
 	return func(ctx context.Context, start, end int) (int, error) {
-		return postBatch(ctx, client, url, prefillEvents(w, start, end))
+		if err != nil {
+			return 0, err
+		}
+		return postBatch(ctx, c, prefillEvents(w, start, end))
 	}
 }
 
@@ -218,64 +220,41 @@ func batchBody(events [][]byte) []byte {
 	return append(b, "]}"...)
 }
 
-type batchAnswer struct {
-	Results []struct {
-		Error *struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	} `json:"results"`
-}
-
-// postBatch sends one batch and returns how many events failed for good. A
-// 503 or a transport error retries the batch; events answered 503
-// unavailable inside a 200 are retried alone. Retrying is safe: event ids
-// are deterministic, so a board that already has the event answers
-// duplicate.
-func postBatch(ctx context.Context, client *http.Client, url string, events [][]byte) (int, error) {
-	var last error
+// postBatch sends one batch through the gateway client and returns how many
+// events failed for good. The client retries the whole batch on a 503, a
+// 429 or a transport error (with backoff, honouring Retry-After); events
+// answered unavailable inside a 200 are sent again alone, up to 6 rounds.
+// Retrying is safe: event ids are deterministic, so a board that already
+// has the event answers duplicate.
+func postBatch(ctx context.Context, c *client.Client, events [][]byte) (int, error) {
 	pending, failed := events, 0
-	for attempt := range 6 {
-		if attempt > 0 {
+	for round := range prefillRounds {
+		if round > 0 {
 			select {
 			case <-ctx.Done():
 				return 0, ctx.Err()
-			case <-time.After(time.Duration(attempt*attempt) * 200 * time.Millisecond):
+			case <-time.After(time.Duration(round*round) * 200 * time.Millisecond):
 			}
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(batchBody(pending)))
-		if err != nil {
-			return 0, err
+		raw := make([]json.RawMessage, len(pending))
+		for i, e := range pending {
+			raw[i] = e
 		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
+		items, err := c.PostEventsJSON(ctx, raw)
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
 			}
-			last = err
-			continue
+			return 0, err
 		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		switch {
-		case err != nil:
-			last = err
-			continue
-		case resp.StatusCode == http.StatusServiceUnavailable:
-			last = fmt.Errorf("503: %s", bytes.TrimSpace(data))
-			continue
-		case resp.StatusCode != http.StatusOK:
-			return 0, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data))
-		}
-		var ans batchAnswer
-		if err := json.Unmarshal(data, &ans); err != nil || len(ans.Results) != len(pending) {
-			return 0, fmt.Errorf("unexpected batch answer (%v): %.200s", err, data)
+		if len(items) != len(pending) {
+			return 0, fmt.Errorf("unexpected batch answer: %d results for %d events", len(items), len(pending))
 		}
 		var again [][]byte
-		for i, r := range ans.Results {
+		for i, it := range items {
 			switch {
-			case r.Error == nil:
-			case r.Error.Code == "unavailable":
+			case it.Error == nil:
+			case it.Error.Code == "unavailable":
 				again = append(again, pending[i])
 			default:
 				failed++
@@ -284,15 +263,21 @@ func postBatch(ctx context.Context, client *http.Client, url string, events [][]
 		if len(again) == 0 {
 			return failed, nil
 		}
-		pending, last = again, fmt.Errorf("%d %w", len(again), errUnavailableItems)
+		pending = again
 	}
-	if len(pending) < len(events) || errors.Is(last, errUnavailableItems) {
-		return failed + len(pending), nil
-	}
-	return 0, errors.Join(errors.New("gave up after 6 attempts"), last)
+	return failed + len(pending), nil
 }
 
-var errUnavailableItems = errors.New("events answered unavailable")
+// prefillRounds bounds the rounds of postBatch, and the client's tries of
+// one batch.
+const prefillRounds = 6
+
+// prefillClient is the gateway client of the prefill: up to prefillRounds
+// tries of a batch, with backoff from 200 ms.
+func prefillClient(base string, hc *http.Client) (*client.Client, error) {
+	return client.New(base, client.WithHTTPClient(hc),
+		client.WithRetry(client.Retry{Attempts: prefillRounds, Base: 200 * time.Millisecond, Max: 5 * time.Second}))
+}
 
 // progressBar renders "[#####.....]  45.0%  45000/100000  12345 ev/s  ETA 4s".
 func progressBar(done, total, failed int64, elapsed time.Duration) string {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rankgate/rankgate/client"
 )
 
 // fakeBatchServer answers /v1/events:batch with per-item outcomes chosen by
@@ -42,6 +44,15 @@ func fakeBatchServer(t *testing.T, answer func(call int, ids []string) (status i
 	return srv, &calls
 }
 
+func testClient(t *testing.T, srv *httptest.Server) *client.Client {
+	t.Helper()
+	c, err := prefillClient(srv.URL, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func okItem(id string) string { return `{"event_id":"` + id + `","duplicate":false}` }
 
 func errItem(code string) string { return `{"error":{"code":"` + code + `","message":"x"}}` }
@@ -66,7 +77,7 @@ func TestPostBatchRetriesUnavailableItemsOnly(t *testing.T) {
 		return 200, items
 	})
 	w := testWorld(t, nil)
-	failed, err := postBatch(context.Background(), srv.Client(), srv.URL, prefillEvents(w, 0, 4))
+	failed, err := postBatch(context.Background(), testClient(t, srv), prefillEvents(w, 0, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +101,7 @@ func TestPostBatchRetries503(t *testing.T) {
 		return 200, items
 	})
 	w := testWorld(t, nil)
-	failed, err := postBatch(context.Background(), srv.Client(), srv.URL, prefillEvents(w, 10, 13))
+	failed, err := postBatch(context.Background(), testClient(t, srv), prefillEvents(w, 10, 13))
 	if err != nil || failed != 0 || calls.Load() != 2 {
 		t.Errorf("failed %d, err %v, calls %d", failed, err, calls.Load())
 	}
@@ -99,7 +110,7 @@ func TestPostBatchRetries503(t *testing.T) {
 func TestPostBatchRefusal(t *testing.T) {
 	srv, _ := fakeBatchServer(t, func(int, []string) (int, []string) { return 400, nil })
 	w := testWorld(t, nil)
-	if _, err := postBatch(context.Background(), srv.Client(), srv.URL, prefillEvents(w, 0, 2)); err == nil || !strings.Contains(err.Error(), "400") {
+	if _, err := postBatch(context.Background(), testClient(t, srv), prefillEvents(w, 0, 2)); err == nil || !strings.Contains(err.Error(), "400") {
 		t.Errorf("err = %v, want the 400", err)
 	}
 }

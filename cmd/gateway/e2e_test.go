@@ -97,7 +97,7 @@ type gw struct {
 	base   string
 	client *http.Client
 	// api checks every exchange of client against api/openapi.yaml.
-	api *apitest.Checker
+	api    *apitest.Checker
 	logs   *syncBuffer
 	cancel context.CancelFunc
 	done   chan error

@@ -148,7 +148,7 @@ func TestOversizedBodyAnsweredToWriteFirstClients(t *testing.T) {
 				return gateway.EventResult{}, errors.New("an oversized event reached the service")
 			}}
 			hs := newHarness(t, svc, auth.Wrap)
-			srv := hs.h.(*server)
+			srv := hs.raw.(*server)
 			// lingerBytes as configured; lingerTime (TestLingerIsBounded)
 			// long enough for a starved CI machine to send 2 MiB.
 			srv.lingerTime = guardTimeout
@@ -199,7 +199,7 @@ func TestLingerIsBounded(t *testing.T) {
 		t.Run(tc.title, func(t *testing.T) {
 			t.Parallel()
 			hs := newHarness(t, &fakeService{}, nil)
-			srv := hs.h.(*server)
+			srv := hs.raw.(*server)
 			srv.lingerTime, srv.lingerBytes = tc.lingerTime, tc.bytes
 			addr, closed := lingerServer(t, srv)
 
@@ -266,7 +266,7 @@ func TestLingerIsBounded(t *testing.T) {
 func TestOversizedBodyExpectingContinue(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, &fakeService{}, nil)
-	srv := hs.h.(*server)
+	srv := hs.raw.(*server)
 	srv.lingerTime = time.Hour // lingering would outlast the client's guard deadline
 	addr, closed := lingerServer(t, srv)
 	conn, err := dialSmall(addr)
