@@ -536,3 +536,27 @@ func (c *Client) Ready(ctx context.Context) error {
 func periodPath(family, period string) string {
 	return "/v1/periods/" + esc(family) + "/" + esc(period)
 }
+
+// Awards lists awards with their delivery state (ledger mode); the raw
+// answer ({"awards": [...], "next_after"}).
+func (c *Client) Awards(ctx context.Context, family, period, state, after string, limit int) (json.RawMessage, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"family": family, "period": period, "state": state, "after": after} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out json.RawMessage
+	err := c.do(ctx, call{method: http.MethodGet, path: "/v1/awards", query: q, idempotent: true}, &out)
+	return out, err
+}
+
+// AckAward marks an award delivered (idempotent: retried).
+func (c *Client) AckAward(ctx context.Context, key string) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := c.do(ctx, call{method: http.MethodPost, path: "/v1/awards/" + esc(key) + "/ack", idempotent: true}, &out)
+	return out, err
+}
