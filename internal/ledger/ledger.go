@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -132,22 +133,27 @@ func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: parsing the DSN: %w", err)
 	}
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
+	cc := cfg.ConnConfig
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
 	}
 	// Every table is addressed unqualified: the pool's sessions resolve names
 	// in the ledger's schema (pg_catalog stays implicitly first).
-	cfg.RuntimeParams["search_path"] = `"` + opts.Schema + `"`
-	if cfg.RuntimeParams["application_name"] == "" {
-		cfg.RuntimeParams["application_name"] = "rankgate-ledger/" + opts.Schema
+	cc.RuntimeParams["search_path"] = `"` + opts.Schema + `"`
+	if cc.RuntimeParams["application_name"] == "" {
+		cc.RuntimeParams["application_name"] = "rankgate-ledger/" + opts.Schema
+	}
+	p, err := newPool(ctx, cfg, opts.MaxConns)
+	if err != nil {
+		return nil, err
 	}
 	l := &Ledger{
-		connCfg: cfg.Copy(),
-		pool:    newPool(cfg, opts.MaxConns),
+		connCfg: cc.Copy(),
+		pool:    p,
 		schema:  opts.Schema,
 		log:     log.With("component", "ledger"),
 	}
@@ -192,8 +198,8 @@ func (l *Ledger) withConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 	if err != nil {
 		return err
 	}
-	defer l.pool.release(c)
-	return fn(c)
+	defer c.Release()
+	return fn(c.Conn())
 }
 
 // errRollback makes inTx roll back and return nil: the closure already holds
@@ -226,7 +232,7 @@ func (l *Ledger) inTxOnce(ctx context.Context, op, eventID string, fn func(pgx.T
 	if err != nil {
 		return err
 	}
-	defer l.pool.release(c)
+	defer c.Release()
 	tx, err := c.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("ledger: begin: %w", err)

@@ -282,12 +282,27 @@ func TestOpenOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		names := map[string]bool{}
+		values := map[string]float64{}
 		for _, mf := range mfs {
 			names[mf.GetName()] = true
+			for _, m := range mf.GetMetric() {
+				values[mf.GetName()] += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
 		}
 		for _, n := range []string{"rankgate_ledger_writes_total", "rankgate_ledger_tx_duration_seconds", "rankgate_ledger_connections"} {
 			if !names[n] {
 				t.Errorf("metric %s not gathered (have %v)", n, names)
+			}
+		}
+		// The pool's statistics (pgxpool.Stat).
+		for n, ok := range map[string]func(float64) bool{
+			"rankgate_ledger_connections_max":            func(v float64) bool { return v == 10 },
+			"rankgate_ledger_connections":                func(v float64) bool { return v >= 1 && v <= 10 },
+			"rankgate_ledger_pool_acquires_total":        func(v float64) bool { return v >= 2 }, // migrate, record
+			"rankgate_ledger_pool_new_connections_total": func(v float64) bool { return v >= 1 },
+		} {
+			if v, seen := values[n]; !seen || !ok(v) {
+				t.Errorf("metric %s = %v (gathered: %v)", n, v, seen)
 			}
 		}
 		if _, err := Open(t.Context(), testDSN(), Options{Schema: schema, Registerer: reg}); err == nil {

@@ -12,8 +12,7 @@ type metrics struct {
 	writes    *prometheus.CounterVec
 	txSeconds *prometheus.HistogramVec
 	retries   *prometheus.CounterVec
-	conns     prometheus.GaugeFunc
-	idle      prometheus.GaugeFunc
+	pool      *poolCollector // connection pool statistics
 }
 
 func newMetrics(p *pool) *metrics {
@@ -31,19 +30,12 @@ func newMetrics(p *pool) *metrics {
 			Name: "rankgate_ledger_tx_retries_total",
 			Help: "Ledger transactions rerun after a deadlock or serialization failure, by operation.",
 		}, []string{"op"}),
-		conns: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "rankgate_ledger_connections",
-			Help: "Open ledger connections (idle and in use).",
-		}, func() float64 { n, _ := p.stats(); return float64(n) }),
-		idle: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "rankgate_ledger_connections_idle",
-			Help: "Idle ledger connections.",
-		}, func() float64 { _, n := p.stats(); return float64(n) }),
+		pool: newPoolCollector(p),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.writes, m.txSeconds, m.retries, m.conns, m.idle}
+	return []prometheus.Collector{m.writes, m.txSeconds, m.retries, m.pool}
 }
 
 // register registers every collector on reg, or none (nil reg: none).
