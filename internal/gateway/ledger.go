@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rankgate/rankgate/internal/ledger"
@@ -89,7 +90,14 @@ func (s *Service) requireLedger(what string) error {
 type ledgerWrites struct {
 	s *Service
 	q *commitQueue
+	// marks: MarkProjected calls in flight (read-locked each); the projector
+	// write-locks it before it looks for unprojected events, so it never
+	// re-projects what is being marked.
+	marks sync.RWMutex
 }
+
+// markTimeout bounds one MarkProjected after a group was answered.
+const markTimeout = 10 * time.Second
 
 func newLedgerWrites(s *Service, linger time.Duration, maxEvents int) *ledgerWrites {
 	if maxEvents <= 0 {
@@ -241,10 +249,17 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan) []BatchItem {
 		out[i].Result = w.answer(p, res)
 	}
 	if len(projected) > 0 {
-		if err := s.ledger.MarkProjected(ctx, projected...); err != nil {
-			// Harmless: the projector projects them again (versions guard).
-			s.log.Warn("marking events projected failed", "events", len(projected), "err", err)
-		}
+		// Off the callers' path: they are answered now. A lost mark is
+		// harmless: the projector projects those events again (versions guard).
+		w.marks.RLock()
+		go func() {
+			defer w.marks.RUnlock()
+			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+			defer cancel()
+			if err := s.ledger.MarkProjected(mctx, projected...); err != nil {
+				s.log.Warn("marking events projected failed", "events", len(projected), "err", err)
+			}
+		}()
 	}
 	return out
 }
@@ -324,6 +339,10 @@ func (s *Service) projections(ctx context.Context, f *family, periodID, member s
 func (s *Service) ProjectPending(ctx context.Context, olderThan time.Duration) (int, error) {
 	if s.ledger == nil {
 		return 0, nil
+	}
+	if w := s.ledgerWrites; w != nil {
+		w.marks.Lock() // the marks in flight land first
+		w.marks.Unlock()
 	}
 	pending, err := s.ledger.Unprojected(ctx, olderThan, 500)
 	if err != nil {

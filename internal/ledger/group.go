@@ -212,26 +212,31 @@ func (g *group) run(ctx context.Context, tx pgx.Tx) error {
 		firstOf[it.ev.EventID] = i
 		ids = append(ids, it.ev.EventID)
 	}
-	// 1. The event rows, in id order; a conflict waits for a concurrent
-	// writer of the same id, then answers duplicate.
-	inserted, err := g.insertEvents(ctx, tx, ids, firstOf)
-	if err != nil {
-		return err
-	}
-	// 2. The period rows, shared, in order.
+	// 1. The event rows, in id order (a conflict waits for a concurrent
+	// writer of the same id, then answers duplicate); 2. the period rows,
+	// shared, in order: one round trip.
 	var periods []periodKey
 	seenP := map[periodKey]bool{}
 	for _, i := range firstOf {
 		it := &g.items[i]
-		pk := periodKey{it.ev.Family, it.ev.Period}
-		if inserted[it.ev.EventID] && !seenP[pk] {
+		if pk := (periodKey{it.ev.Family, it.ev.Period}); !seenP[pk] {
 			seenP[pk] = true
 			periods = append(periods, pk)
 		}
 	}
-	states, err := lockPeriods(ctx, tx, periods)
+	b := &pgx.Batch{}
+	inserted, err := g.queueInsertEvents(b, ids, firstOf)
 	if err != nil {
 		return err
+	}
+	states := queueLockPeriods(b, periods)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("ledger: inserting %d events and locking %d periods: %w", len(ids), len(periods), err)
+	}
+	for _, p := range periods {
+		if _, ok := states[p]; !ok {
+			return fmt.Errorf("ledger: period %s/%s missing after insert", p.family, p.period)
+		}
 	}
 	var keys []totalsKey
 	seenK := map[totalsKey]bool{}
@@ -275,12 +280,9 @@ func (g *group) run(ctx context.Context, tx pgx.Tx) error {
 		}
 		it.result.Err = g.compute(it, cur, need)
 	}
-	// 5. The seq ranges, the last lock: held to COMMIT, so seqs follow commit order.
-	if err := g.takeSeqRanges(ctx, tx, need); err != nil {
-		return err
-	}
-	// 6. The writes, in one round trip.
-	if err := g.write(ctx, tx, cur); err != nil {
+	// 5. The seq ranges (the last lock: held to COMMIT, so seqs follow
+	// commit order) and 6. the writes, in one round trip.
+	if err := g.write(ctx, tx, cur, need); err != nil {
 		return err
 	}
 	// 7. The answers of duplicates: the member's totals after the group.
@@ -306,11 +308,12 @@ func (g *group) run(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// insertEvents inserts the first item of each id, in id order, and returns
-// the ids it inserted.
-func (g *group) insertEvents(ctx context.Context, tx pgx.Tx, ids []string, firstOf map[string]int) (map[string]bool, error) {
+// queueInsertEvents queues the insert of the first item of each id, in id
+// order; once the batch ran, the map holds the ids it inserted.
+func (g *group) queueInsertEvents(b *pgx.Batch, ids []string, firstOf map[string]int) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
 	if len(ids) == 0 {
-		return map[string]bool{}, nil
+		return out, nil
 	}
 	slices.Sort(ids)
 	n := len(ids)
@@ -334,7 +337,7 @@ func (g *group) insertEvents(ctx context.Context, tx pgx.Tx, ids []string, first
 		operators[j], reasons[j], rules[j] = ev.Operator, ev.Reason, ev.RulesVersion
 		deltas[j], values[j], received[j], occurred[j] = ev.Delta, ev.Value, ev.ReceivedAt, ev.OccurredAt
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO events (event_id, kind, family, period, member, dims, delta, value,
+	b.Queue(`INSERT INTO events (event_id, kind, family, period, member, dims, delta, value,
 			operator, reason, rules_version, received_at, occurred_at)
 		SELECT id, kind, family, period, member, dims::jsonb, delta, value, operator, reason, rules_version, received_at, occurred_at
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
@@ -343,27 +346,24 @@ func (g *group) insertEvents(ctx context.Context, tx pgx.Tx, ids []string, first
 		ORDER BY n
 		ON CONFLICT (event_id) DO NOTHING
 		RETURNING event_id`,
-		ids, kinds, families, periods, members, dims, deltas, values, operators, reasons, rules, received, occurred)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: inserting %d events: %w", n, err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("ledger: inserting %d events: %w", n, err)
-	}
-	out := make(map[string]bool, len(got))
-	for _, id := range got {
-		out[id] = true
-	}
+		ids, kinds, families, periods, members, dims, deltas, values, operators, reasons, rules, received, occurred).Query(func(rows pgx.Rows) error {
+		var id string
+		_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+			out[id] = true
+			return nil
+		})
+		return err
+	})
 	return out, nil
 }
 
-// lockPeriods takes the period rows in share mode, in order (creating
-// missing ones open), and returns their states.
-func lockPeriods(ctx context.Context, tx pgx.Tx, ps []periodKey) (map[periodKey]string, error) {
+// queueLockPeriods queues the creation of missing period rows (open) and
+// then a share lock on every one, in (family, period) order; once the batch
+// ran, the map holds their states.
+func queueLockPeriods(b *pgx.Batch, ps []periodKey) map[periodKey]string {
 	out := make(map[periodKey]string, len(ps))
 	if len(ps) == 0 {
-		return out, nil
+		return out
 	}
 	slices.SortFunc(ps, func(a, b periodKey) int {
 		if c := strings.Compare(a.family, b.family); c != 0 {
@@ -375,47 +375,28 @@ func lockPeriods(ctx context.Context, tx pgx.Tx, ps []periodKey) (map[periodKey]
 	for i, p := range ps {
 		fs[i], pp[i] = p.family, p.period
 	}
-	sel := func() error {
-		rows, err := tx.Query(ctx, `SELECT p.family, p.period, p.state FROM periods p
-			JOIN unnest($1::text[], $2::text[]) AS u(family, period) ON p.family = u.family AND p.period = u.period
-			ORDER BY p.family, p.period FOR SHARE OF p`, fs, pp)
-		if err != nil {
-			return err
-		}
+	b.Queue(`INSERT INTO periods (family, period)
+		SELECT family, period FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(family, period, n) ORDER BY n
+		ON CONFLICT DO NOTHING`, fs, pp)
+	b.Queue(`SELECT p.family, p.period, p.state FROM periods p
+		JOIN unnest($1::text[], $2::text[]) AS u(family, period) ON p.family = u.family AND p.period = u.period
+		ORDER BY p.family, p.period FOR SHARE OF p`, fs, pp).Query(func(rows pgx.Rows) error {
 		var k periodKey
 		var st string
-		_, err = pgx.ForEachRow(rows, []any{&k.family, &k.period, &st}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&k.family, &k.period, &st}, func() error {
 			out[k] = st
 			return nil
 		})
 		return err
-	}
-	err := sel()
-	if err == nil && len(out) < len(ps) {
-		_, err = tx.Exec(ctx, `INSERT INTO periods (family, period)
-			SELECT family, period FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(family, period, n) ORDER BY n
-			ON CONFLICT DO NOTHING`, fs, pp)
-		if err == nil {
-			err = sel()
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ledger: reading the state of %d periods: %w", len(ps), err)
-	}
-	for _, p := range ps {
-		if _, ok := out[p]; !ok {
-			return nil, fmt.Errorf("ledger: period %s/%s missing after insert", p.family, p.period)
-		}
-	}
-	return out, nil
+	})
+	return out
 }
 
 // lockTotalsRows locks (creating when missing) the totals rows of keys in
-// (family, period, board, member) order, in one statement: an upsert takes
-// the lock of an existing row and of a new one alike, in the order of its
-// input, so every writer locks in the same order and none deadlocks.
+// (family, period, board, member) order, so every writer locks in the same
+// order and none deadlocks.
 func lockTotalsRows(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }, keys []totalsKey) (map[totalsKey]totalsRow, error) {
 	out := make(map[totalsKey]totalsRow, len(keys))
 	if len(keys) == 0 {
@@ -427,22 +408,29 @@ func lockTotalsRows(ctx context.Context, q interface {
 	for i, k := range keys {
 		fs[i], ps[i], bs[i], ms[i] = k.family, k.period, k.board, k.member
 	}
-	rows, err := q.Query(ctx, `INSERT INTO totals AS t (family, period, board, member)
+	// Missing rows first (in key order), then every row locked in key order,
+	// in one round trip. A writer waits for a concurrent insert of the same
+	// key in the first step and for a concurrent lock in the second, each in
+	// key order: no cycle.
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO totals (family, period, board, member)
 		SELECT family, period, board, member FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
 			AS u(family, period, board, member, n)
 		ORDER BY n
-		ON CONFLICT (family, period, board, member) DO UPDATE SET live = t.live
-		RETURNING family, period, board, member, points, version, seq, present, live`, fs, ps, bs, ms)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: locking %d totals rows: %w", n, err)
-	}
+		ON CONFLICT DO NOTHING`, fs, ps, bs, ms)
 	var k totalsKey
 	var t totalsRow
-	_, err = pgx.ForEachRow(rows, []any{&k.family, &k.period, &k.board, &k.member, &t.points, &t.version, &t.seq, &t.present, &t.live}, func() error {
-		out[k] = t
-		return nil
+	b.Queue(`SELECT t.family, t.period, t.board, t.member, t.points, t.version, t.seq, t.present, t.live
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(family, period, board, member, n)
+		JOIN totals t ON t.family = u.family AND t.period = u.period AND t.board = u.board AND t.member = u.member
+		ORDER BY u.n FOR UPDATE OF t`, fs, ps, bs, ms).Query(func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&k.family, &k.period, &k.board, &k.member, &t.points, &t.version, &t.seq, &t.present, &t.live}, func() error {
+			out[k] = t
+			return nil
+		})
+		return err
 	})
-	if err != nil {
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("ledger: locking %d totals rows: %w", n, err)
 	}
 	if len(out) != n {
@@ -494,11 +482,11 @@ func (g *group) compute(it *groupItem, cur map[totalsKey]gRow, need map[periodKe
 	return nil
 }
 
-// takeSeqRanges takes one range of achievement seqs per family period, in
-// order, and checks them against the seq capacity of the events that use them.
-func (g *group) takeSeqRanges(ctx context.Context, tx pgx.Tx, need map[periodKey]int) error {
+// queueSeqRanges queues the taking of one range of achievement seqs per
+// family period, in order; once the batch ran, g.base holds their starts.
+func (g *group) queueSeqRanges(b *pgx.Batch, need map[periodKey]int) {
 	if len(need) == 0 {
-		return nil
+		return
 	}
 	ps := make([]periodKey, 0, len(need))
 	for p := range need {
@@ -515,23 +503,24 @@ func (g *group) takeSeqRanges(ctx context.Context, tx pgx.Tx, need map[periodKey
 	for i, p := range ps {
 		fs[i], pp[i], cs[i] = p.family, p.period, int64(need[p])
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO period_seq AS s (family, period, next)
+	b.Queue(`INSERT INTO period_seq AS s (family, period, next)
 		SELECT family, period, 1 + c FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS u(family, period, c, n)
 		ORDER BY n
 		ON CONFLICT (family, period) DO UPDATE SET next = s.next + EXCLUDED.next - 1
-		RETURNING family, period, next`, fs, pp, cs)
-	if err != nil {
-		return fmt.Errorf("ledger: taking achievement seqs: %w", err)
-	}
-	var k periodKey
-	var next int64
-	_, err = pgx.ForEachRow(rows, []any{&k.family, &k.period, &next}, func() error {
-		g.base[k] = next - int64(need[k])
-		return nil
+		RETURNING family, period, next`, fs, pp, cs).Query(func(rows pgx.Rows) error {
+		var k periodKey
+		var next int64
+		_, err := pgx.ForEachRow(rows, []any{&k.family, &k.period, &next}, func() error {
+			g.base[k] = next - int64(need[k])
+			return nil
+		})
+		return err
 	})
-	if err != nil {
-		return fmt.Errorf("ledger: taking achievement seqs: %w", err)
-	}
+}
+
+// checkSeqCapacity refuses the events whose seq reached their period's
+// capacity (the group then runs again without them).
+func (g *group) checkSeqCapacity() error {
 	over := &seqOverflow{errs: map[int]error{}}
 	for i := range g.items {
 		it := &g.items[i]
@@ -555,17 +544,44 @@ func (g *group) takeSeqRanges(ctx context.Context, tx pgx.Tx, need map[periodKey
 	return nil
 }
 
-// write stores the totals the group left, what each event did to each board,
-// and drops the rows of refused events; then fills the answers.
-func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow) error {
+// seqCols is a column of seqs for SQL: a concrete seq, or a place k in its
+// period's range, resolved in the statement from the period_seq row this
+// transaction just moved (next − need + k), so the writes share the round
+// trip that takes the range.
+type seqCols struct {
+	fam, per     []string
+	k, need, seq []int64
+}
+
+func (c *seqCols) add(r gRow, absentAsNone bool, need map[periodKey]int) {
+	k, seq := int64(r.k), r.row.seq
+	if absentAsNone && !r.row.present {
+		k, seq = -1, -1
+	}
+	c.fam, c.per = append(c.fam, r.fp.family), append(c.per, r.fp.period)
+	c.k, c.need, c.seq = append(c.k, k), append(c.need, int64(need[r.fp])), append(c.seq, seq)
+}
+
+// seqExpr is the SQL of a seqCols column whose arrays are aliased
+// <p>fam, <p>per, <p>k, <p>need, <p>seq.
+func seqExpr(p string) string {
+	return `CASE WHEN ` + p + `k >= 0 THEN (SELECT s.next - ` + p + `need + ` + p + `k FROM period_seq s
+		WHERE s.family = ` + p + `fam AND s.period = ` + p + `per) ELSE ` + p + `seq END`
+}
+
+// write takes the seq ranges and stores the totals the group left, what each
+// event did to each board, and drops the rows of refused events, in one round
+// trip; then fills the answers.
+func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow, need map[periodKey]int) error {
 	b := &pgx.Batch{}
-	// Totals rows that changed, at their final state.
+	g.queueSeqRanges(b, need)
 	changed := map[totalsKey]bool{}
 	var (
-		ebID, ebBoard                             []string
-		ebApplied, ebSeqB, ebSeqA, ebTotal, ebVer []int64
-		ebChanged, ebPresent                      []bool
-		drop, unchanged                           []string
+		ebID, ebBoard             []string
+		ebApplied, ebTotal, ebVer []int64
+		ebChanged, ebPresent      []bool
+		ebSeqB, ebSeqA            seqCols
+		drop, unchanged           []string
 	)
 	for i := range g.items {
 		it := &g.items[i]
@@ -576,23 +592,20 @@ func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow) er
 			drop = append(drop, it.ev.EventID)
 			continue
 		}
-		out := Outcome{Boards: make([]BoardTotal, len(it.boards))}
 		moved := false
-		for j, gb := range it.boards {
+		for _, gb := range it.boards {
 			if gb.changed {
 				changed[gb.key], moved = true, true
 			}
 			ebID, ebBoard = append(ebID, it.ev.EventID), append(ebBoard, gb.key.board)
 			ebApplied, ebChanged = append(ebApplied, gb.applied), append(ebChanged, gb.changed)
-			ebSeqB, ebSeqA = append(ebSeqB, gb.cur.seqOr(g.base)), append(ebSeqA, gb.next.seqOr(g.base))
+			ebSeqB.add(gb.cur, true, need)
+			ebSeqA.add(gb.next, true, need)
 			ebTotal, ebPresent, ebVer = append(ebTotal, gb.next.row.points), append(ebPresent, gb.next.row.present), append(ebVer, gb.next.row.version)
-			out.Boards[j] = BoardTotal{Board: gb.key.board, Points: gb.next.row.points, Version: gb.next.row.version,
-				Seq: gb.next.seq(g.base), Present: gb.next.row.present, Changed: gb.changed}
 		}
 		if !moved {
 			unchanged = append(unchanged, it.ev.EventID) // nothing for Redis to learn
 		}
-		it.result = GroupResult{Outcome: out}
 	}
 	if len(drop) > 0 {
 		b.Queue(`DELETE FROM events WHERE event_id = ANY($1)`, drop)
@@ -604,33 +617,60 @@ func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow) er
 		}
 		slices.SortFunc(keys, totalsKey.less)
 		n := len(keys)
-		fs, ps, bs, ms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		pts, vers, seqs, lives := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		bs, ms := make([]string, n), make([]string, n)
+		pts, vers, lives := make([]int64, n), make([]int64, n), make([]int64, n)
 		pres := make([]bool, n)
+		var seqs seqCols
 		for i, k := range keys {
 			r := cur[k]
-			fs[i], ps[i], bs[i], ms[i] = k.family, k.period, k.board, k.member
-			pts[i], vers[i], seqs[i], lives[i], pres[i] = r.row.points, r.row.version, r.seq(g.base), r.row.live, r.row.present
+			bs[i], ms[i] = k.board, k.member
+			pts[i], vers[i], lives[i], pres[i] = r.row.points, r.row.version, r.row.live, r.row.present
+			seqs.add(r, false, need)
 		}
-		b.Queue(`UPDATE totals t SET points = u.points, version = u.version, seq = u.seq, present = u.present, live = u.live, updated_at = now()
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::boolean[], $9::bigint[])
-				AS u(family, period, board, member, points, version, seq, present, live)
-			WHERE t.family = u.family AND t.period = u.period AND t.board = u.board AND t.member = u.member`,
-			fs, ps, bs, ms, pts, vers, seqs, pres, lives)
+		// An upsert of rows this transaction holds: one index probe per row
+		// whatever the size of the table (an UPDATE … FROM may be planned as
+		// a join over the whole table).
+		b.Queue(`INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live)
+			SELECT sfam, sper, board, member, points, version, `+seqExpr("s")+`, present, live
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::bigint[],
+				$9::bigint[], $10::bigint[], $11::bigint[])
+				AS u(sfam, sper, board, member, points, version, present, live, sk, sneed, sseq)
+			ON CONFLICT (family, period, board, member) DO UPDATE SET points = EXCLUDED.points, version = EXCLUDED.version,
+				seq = EXCLUDED.seq, present = EXCLUDED.present, live = EXCLUDED.live, updated_at = now()`,
+			seqs.fam, seqs.per, bs, ms, pts, vers, pres, lives, seqs.k, seqs.need, seqs.seq)
 	}
 	if len(ebID) > 0 {
 		b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::boolean[], $5::bigint[], $6::bigint[], $7::bigint[], $8::boolean[], $9::bigint[])`,
-			ebID, ebBoard, ebApplied, ebChanged, ebSeqB, ebSeqA, ebTotal, ebPresent, ebVer)
+			SELECT id, board, applied, changed, `+seqExpr("b")+`, `+seqExpr("a")+`, total, present, version
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::boolean[], $5::bigint[], $6::boolean[], $7::bigint[],
+				$8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[],
+				$13::text[], $14::text[], $15::bigint[], $16::bigint[], $17::bigint[])
+				AS u(id, board, applied, changed, total, present, version, bfam, bper, bk, bneed, bseq, afam, aper, ak, aneed, aseq)`,
+			ebID, ebBoard, ebApplied, ebChanged, ebTotal, ebPresent, ebVer,
+			ebSeqB.fam, ebSeqB.per, ebSeqB.k, ebSeqB.need, ebSeqB.seq, ebSeqA.fam, ebSeqA.per, ebSeqA.k, ebSeqA.need, ebSeqA.seq)
 	}
 	if len(unchanged) > 0 {
 		b.Queue(`UPDATE events SET projected = true WHERE event_id = ANY($1)`, unchanged)
 	}
-	if b.Len() == 0 {
-		return nil
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("ledger: writing a group of %d events: %w", len(g.items), err)
+		}
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("ledger: writing a group of %d events: %w", len(g.items), err)
+	if err := g.checkSeqCapacity(); err != nil {
+		return err
+	}
+	for i := range g.items {
+		it := &g.items[i]
+		if !it.inserted || !it.applied {
+			continue
+		}
+		out := Outcome{Boards: make([]BoardTotal, len(it.boards))}
+		for j, gb := range it.boards {
+			out.Boards[j] = BoardTotal{Board: gb.key.board, Points: gb.next.row.points, Version: gb.next.row.version,
+				Seq: gb.next.seq(g.base), Present: gb.next.row.present, Changed: gb.changed}
+		}
+		it.result = GroupResult{Outcome: out}
 	}
 	return nil
 }

@@ -1589,3 +1589,47 @@ func TestRecordGroupConcurrentSameIDs(t *testing.T) {
 		t.Errorf("%d distinct seqs, want %d", s, n)
 	}
 }
+
+// BenchmarkRecordGroup: one group commit of 100 events on 3 boards each, the
+// shape of a batch of the load tool's events scenario (members spread, some
+// repeated).
+func BenchmarkRecordGroup(b *testing.B) {
+	schema := "b_" + fmt.Sprint(time.Now().UnixNano())
+	l, err := Open(context.Background(), testDSN(), Options{Schema: schema})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer func() {
+		_ = l.withConn(context.Background(), func(c *pgx.Conn) error {
+			_, err := c.Exec(context.Background(), `DROP SCHEMA "`+schema+`" CASCADE`)
+			return err
+		})
+		l.Close()
+	}()
+	ctx := context.Background()
+	n := 0
+	b.ResetTimer()
+	for b.Loop() {
+		items := make([]GroupEvent, 100)
+		for i := range items {
+			n++
+			m := fmt.Sprintf("m%d", (n*7919)%20000)
+			items[i] = GroupEvent{Event: Event{EventID: fmt.Sprintf("e%d", n), Family: "bench", Period: testPeriod, Member: m,
+				Boards: []string{"national", "province:p" + fmt.Sprint(n%8), "class:c" + fmt.Sprint(n%50)}, Delta: ptr(3),
+				Dims: map[string]string{"province": "p" + fmt.Sprint(n%8), "class": "c" + fmt.Sprint(n%50)}}, Rules: sumTie}
+		}
+		if _, err := l.RecordGroup(ctx, items); err != nil {
+			b.Fatal(err)
+		}
+		if os.Getenv("BENCH_MARK") != "" {
+			ids := make([]string, len(items))
+			for i, it := range items {
+				ids[i] = it.Event.EventID
+			}
+			if err := l.MarkProjected(ctx, ids...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "events/s")
+}

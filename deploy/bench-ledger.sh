@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# bench-ledger.sh — ledger mode against Redis-only mode, side by side, in one run
+# (issue 10, docs/performance.md "Ledger mode"). One gateway per mode on the same
+# Redis Cluster (its own key prefix each); the ledger gateway writes to a fresh
+# PostgreSQL database, dropped at the end. Every phase runs once per mode, the
+# modes alternating (ledger first in odd rounds, Redis-only first in even ones),
+# and every figure printed is ledger ÷ Redis-only of the same rounds.
+#
+#   make bench-ledger                                   # defaults below
+#   BENCH_DURATION=20s BENCH_ROUNDS=3 make bench-ledger
+#
+# Phases (closed loop unless said otherwise; the events scenario, 3 boards per event):
+#   batch    batches of 100 events, BENCH_BATCH_WORKERS (4) workers
+#   single   single events, 16 workers
+#   workers  single events with 1, 4, 16, 64 workers (BENCH_WORKERS)
+#   open     single events at a constant rate (open loop) below both modes'
+#            saturation: BENCH_OPEN_RATE, default half the slower mode's single-event rate
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+BASE=${BENCH_CLUSTER_PORT:-7310}
+PORT=${BENCH_PORT:-18300}                 # Redis-only gateway; the ledger gateway takes PORT+1
+PG=${BENCH_PG:-postgres://postgres@127.0.0.1:5432}
+DURATION=${BENCH_DURATION:-10s}           # per phase, per mode, per round
+ROUNDS=${BENCH_ROUNDS:-2}
+BATCH_WORKERS=${BENCH_BATCH_WORKERS:-4}
+WORKERS=${BENCH_WORKERS:-1 4 16 64}
+OPEN_RATE=${BENCH_OPEN_RATE:-}
+PHASES=" ${BENCH_PHASES:-batch single workers open} "  # a subset for a quick look
+OUT=${BENCH_OUT:-loadtest/results/bench-ledger-$(date -u +%Y%m%dT%H%M%SZ)}
+DB=rankgate_bench_$(date +%s)_$$
+mkdir -p "$OUT"
+
+deploy/cluster/cluster.sh -p "$BASE" up >/dev/null
+ADDRS=$(deploy/cluster/cluster.sh -p "$BASE" addrs)
+psql -qX "$PG/postgres" -c "CREATE DATABASE $DB" >/dev/null
+export RANKGATE_BENCH_LEDGER_DSN="$PG/$DB?sslmode=disable"
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	psql -qX "$PG/postgres" -c "DROP DATABASE IF EXISTS $DB" >/dev/null || true
+}
+trap cleanup EXIT
+
+# The PostgreSQL settings in force (durability at the server's defaults).
+psql -qXAt "$RANKGATE_BENCH_LEDGER_DSN" -c "SELECT name || ' = ' || setting FROM pg_settings
+	WHERE name IN ('synchronous_commit', 'fsync', 'commit_delay', 'commit_siblings', 'wal_sync_method', 'full_page_writes', 'server_version')
+	ORDER BY name" | tee "$OUT/pg-settings.txt" | sed 's/^/bench-ledger: pg: /'
+
+go build -o "$OUT/gateway" ./cmd/gateway
+sed 's/^  dsn_env: ""/  dsn_env: RANKGATE_BENCH_LEDGER_DSN/' deploy/rankgate.dev.yaml >"$OUT/ledger.yaml"
+grep -q 'dsn_env: RANKGATE_BENCH_LEDGER_DSN' "$OUT/ledger.yaml"
+start_gateway() { # mode port config prefix
+	RANKGATE_REDIS_ADDRS=$ADDRS RANKGATE_REDIS_PREFIX=$4 "$OUT/gateway" -config "$3" -listen "127.0.0.1:$2" \
+		-ready-file "$OUT/$1.ready" -log-level warn 2>"$OUT/$1-gateway.log" &
+	PIDS+=($!)
+}
+start_gateway redis "$PORT" deploy/rankgate.dev.yaml "bench_r$$"
+start_gateway ledger "$((PORT + 1))" "$OUT/ledger.yaml" "bench_l$$"
+for m in redis ledger; do
+	for _ in $(seq 1 120); do [[ -s $OUT/$m.ready ]] && break; sleep 0.5; done
+	[[ -s $OUT/$m.ready ]] || { echo "bench-ledger: the $m gateway did not start; see $OUT/$m-gateway.log" >&2; exit 1; }
+done
+url() { if [[ $1 == redis ]]; then echo "http://127.0.0.1:$PORT"; else echo "http://127.0.0.1:$((PORT + 1))"; fi; }
+
+go build -o "$OUT/loadtest" ./loadtest
+# run phase mode round args… → $OUT/phase/mode-rN/gateway.json
+run() {
+	local phase=$1 mode=$2 round=$3
+	shift 3
+	"$OUT/loadtest" -scenario loadtest/scenarios/events.yaml -gateway "$(url "$mode")" -config deploy/rankgate.dev.yaml \
+		-duration "$DURATION" -no-plots -quiet -out "$OUT/$phase/$mode-r$round" "$@" >"$OUT/$phase/$mode-r$round.txt" 2>&1 ||
+		{ echo "bench-ledger: $phase $mode round $round failed; see $OUT/$phase/$mode-r$round.txt" >&2; exit 1; }
+}
+# both phase args… : every round, both modes, alternating which goes first
+both() {
+	local phase=$1
+	shift
+	mkdir -p "$OUT/$phase"
+	for r in $(seq 1 "$ROUNDS"); do
+		if ((r % 2)); then run "$phase" ledger "$r" "$@"; run "$phase" redis "$r" "$@"
+		else run "$phase" redis "$r" "$@"; run "$phase" ledger "$r" "$@"; fi
+	done
+}
+# stat phase mode field → the write op's field summed over rounds (item_rate) or its mean (latency)
+stat() {
+	jq -s --arg f "$3" '[.[] | .ops[] | select(.op == "event" or .op == "batch") | .[$f]] |
+		if ($f == "item_rate") then add / length else add / length end' "$OUT/$1"/"$2"-r*/gateway.json
+}
+errors() { jq -s '[.[] | .ops[] | select(.op == "event" or .op == "batch") | .errors] | add' "$OUT/$1"/"$2"-r*/gateway.json; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+row() { # label phase
+	local l r
+	l=$(stat "$2" ledger item_rate)
+	r=$(stat "$2" redis item_rate)
+	printf '| %s | %.0f events/s, p50 %.1f ms, p99 %.1f ms | %.0f events/s, p50 %.1f ms, p99 %.1f ms | **%s ×** | %s / %s |\n' "$1" \
+		"$r" "$(stat "$2" redis p50_ms)" "$(stat "$2" redis p99_ms)" "$l" "$(stat "$2" ledger p50_ms)" "$(stat "$2" ledger p99_ms)" \
+		"$(ratio "$l" "$r")" "$(errors "$2" redis)" "$(errors "$2" ledger)"
+}
+
+echo "bench-ledger: $ROUNDS rounds of $DURATION per phase and mode; results in $OUT"
+has() { [[ $PHASES == *" $1 "* ]]; }
+has batch && both batch -mode closed -workers "$BATCH_WORKERS" -mix batch=1 -batch-size 100
+has single || has open || has workers && both single -mode closed -workers 16 -mix event=1
+if has workers; then
+	for w in $WORKERS; do
+		[[ $w == 16 ]] && { mkdir -p "$OUT/w16"; cp -r "$OUT"/single/* "$OUT/w16/"; continue; }
+		both "w$w" -mode closed -workers "$w" -mix event=1
+	done
+fi
+if has open && [[ -z $OPEN_RATE ]]; then
+	OPEN_RATE=$(awk -v a="$(stat single ledger rate)" -v b="$(stat single redis rate)" 'BEGIN { m = (a < b ? a : b); printf "%d", m / 2 }')
+fi
+has open && both open -mode open -rate "$OPEN_RATE" -mix event=1
+
+{
+	echo "### make bench-ledger — $(date -u +%Y-%m-%dT%H:%MZ), $ROUNDS interleaved rounds of $DURATION per phase and mode"
+	echo
+	echo "PostgreSQL: $(paste -sd';' "$OUT/pg-settings.txt" | sed 's/;/, /g')"
+	echo
+	echo "| load | Redis-only | ledger | ledger ÷ Redis-only | errors (Redis-only / ledger) |"
+	echo "| --- | --- | --- | --- | --- |"
+	! has batch || row "batches of 100 events, $BATCH_WORKERS workers" batch
+	! [[ -d $OUT/single ]] || row "single events, 16 workers" single
+	! has workers || for w in $WORKERS; do row "single events, $w workers" "w$w"; done
+	! has open || row "single events, open loop $OPEN_RATE/s" open
+	if has open; then
+		echo
+		printf 'open loop %s/s: single-event p99 ledger ÷ Redis-only = **%s ×** (goal ≤ 3 ×)\n' "$OPEN_RATE" \
+			"$(ratio "$(stat open ledger p99_ms)" "$(stat open redis p99_ms)")"
+	fi
+} | tee "$OUT/summary.md"
