@@ -130,5 +130,9 @@ bench-fanout: ## sharded reads vs naive fan-out and one sorted set (issue 9): ow
 size-bench: ## Top-100 p50 against board size (100k vs 10M members, 3 rounds; SIZES, ROUNDS, PREFILL=0, CLEAN=1) on the dev cluster
 	deploy/size-bench.sh
 
+.PHONY: bench-ledger
+bench-ledger: ## ledger mode ÷ Redis-only side by side: a gateway per mode on the cluster on CLUSTER_PORT, a fresh PostgreSQL database (dropped after); BENCH_DURATION, BENCH_ROUNDS, BENCH_PHASES
+	BENCH_CLUSTER_PORT=$(CLUSTER_PORT) deploy/bench-ledger.sh
+
 soak: ## 10 minutes of mixed load through a real gateway on the dev cluster; heap, goroutines, error rate before/after (SOAK_DURATION, SOAK_RATE)
 	deploy/soak.sh

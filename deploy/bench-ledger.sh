@@ -6,8 +6,9 @@
 # modes alternating (ledger first in odd rounds, Redis-only first in even ones),
 # and every figure printed is ledger ÷ Redis-only of the same rounds.
 #
-#   make bench-ledger                                   # defaults below
-#   BENCH_DURATION=20s BENCH_ROUNDS=3 make bench-ledger
+#   make bench-ledger                                   # dev cluster (CLUSTER_PORT 7000), defaults below
+#   make bench-ledger CLUSTER_PORT=7310 BENCH_PORT=18300 BENCH_DURATION=20s BENCH_ROUNDS=3
+# The cluster is started when it is not up, and left running (make cluster-down CLUSTER_PORT=…).
 #
 # Phases (closed loop unless said otherwise; the events scenario, 3 boards per event):
 #   batch    batches of 100 events, BENCH_BATCH_WORKERS (4) workers
@@ -18,8 +19,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-BASE=${BENCH_CLUSTER_PORT:-7310}
-PORT=${BENCH_PORT:-18300}                 # Redis-only gateway; the ledger gateway takes PORT+1
+BASE=${BENCH_CLUSTER_PORT:-7000}
+PORT=${BENCH_PORT:-18090}                 # Redis-only gateway; the ledger gateway takes PORT+1
 PG=${BENCH_PG:-postgres://postgres@127.0.0.1:5432}
 DURATION=${BENCH_DURATION:-10s}           # per phase, per mode, per round
 ROUNDS=${BENCH_ROUNDS:-2}

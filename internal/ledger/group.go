@@ -159,13 +159,6 @@ func (r gRow) seq(base map[periodKey]int64) int64 {
 	return r.row.seq
 }
 
-func (r gRow) seqOr(base map[periodKey]int64) int64 {
-	if !r.row.present {
-		return -1
-	}
-	return r.seq(base)
-}
-
 type groupBoard struct {
 	key       totalsKey
 	cur, next gRow
