@@ -450,7 +450,6 @@ func (r *run) ops(ctx context.Context) (map[string]plan.OpCost, [2]int, error) {
 		}
 		return national
 	}
-	primary := gateway.ReadOptions{Consistency: gateway.ConsistencyPrimary}
 	out := map[string]plan.OpCost{}
 	for _, spec := range plan.OpsToCalibrate(r.o.Scenario) {
 		key := plan.OpKey(spec)
@@ -483,40 +482,7 @@ func (r *run) ops(ctx context.Context) (map[string]plan.OpCost, [2]int, error) {
 		default:
 			for _, s := range shards {
 				ref, pick := refOf(s), onBoard(s)
-				var call func(ctx context.Context) error
-				switch spec.Op {
-				case workload.OpTop:
-					call = func(ctx context.Context) error { _, err := r.svc.Top(ctx, ref, spec.Limit, primary); return err }
-				case workload.OpMember:
-					call = func(ctx context.Context) error { _, err := r.svc.Member(ctx, ref, pick(), primary); return err }
-				case workload.OpAround:
-					call = func(ctx context.Context) error {
-						_, err := r.svc.Around(ctx, ref, pick(), spec.Radius, primary)
-						return err
-					}
-				case workload.OpLookup:
-					call = func(ctx context.Context) error {
-						users := make([]string, spec.Users)
-						for j := range users {
-							users[j] = pick()
-						}
-						_, err := r.svc.Lookup(ctx, ref, users, primary)
-						return err
-					}
-				case workload.OpPage:
-					// A walk of depth pages, first page included: one call per page.
-					var cursor string
-					page := 0
-					call = func(ctx context.Context) error {
-						if page%spec.Depth == 0 {
-							cursor = ""
-						}
-						page++
-						p, err := r.svc.Entries(ctx, ref, gateway.PageQuery{Limit: spec.Limit, Cursor: cursor}, primary)
-						cursor = p.NextCursor
-						return err
-					}
-				}
+				call := r.readCall(spec, ref, pick)
 				m, err := r.measure(ctx, r.o.Calls, call)
 				if err != nil {
 					return nil, shards, fmt.Errorf("calibrate %s at %d shards: %w", key, s, err)
@@ -529,6 +495,47 @@ func (r *run) ops(ctx context.Context) (map[string]plan.OpCost, [2]int, error) {
 		out[key] = cost
 	}
 	return out, shards, nil
+}
+
+// readCall is one call of read operation spec on board ref, reading members
+// that pick chooses, at consistency primary.
+func (r *run) readCall(spec workload.OpSpec, ref gateway.BoardRef, pick func() string) func(ctx context.Context) error {
+	primary := gateway.ReadOptions{Consistency: gateway.ConsistencyPrimary}
+	var call func(ctx context.Context) error
+	switch spec.Op {
+	case workload.OpTop:
+		call = func(ctx context.Context) error { _, err := r.svc.Top(ctx, ref, spec.Limit, primary); return err }
+	case workload.OpMember:
+		call = func(ctx context.Context) error { _, err := r.svc.Member(ctx, ref, pick(), primary); return err }
+	case workload.OpAround:
+		call = func(ctx context.Context) error {
+			_, err := r.svc.Around(ctx, ref, pick(), spec.Radius, primary)
+			return err
+		}
+	case workload.OpLookup:
+		call = func(ctx context.Context) error {
+			users := make([]string, spec.Users)
+			for j := range users {
+				users[j] = pick()
+			}
+			_, err := r.svc.Lookup(ctx, ref, users, primary)
+			return err
+		}
+	case workload.OpPage:
+		// A walk of depth pages, first page included: one call per page.
+		var cursor string
+		page := 0
+		call = func(ctx context.Context) error {
+			if page%spec.Depth == 0 {
+				cursor = ""
+			}
+			page++
+			p, err := r.svc.Entries(ctx, ref, gateway.PageQuery{Limit: spec.Limit, Cursor: cursor}, primary)
+			cursor = p.NextCursor
+			return err
+		}
+	}
+	return call
 }
 
 // measure runs call once to warm the gateway's period caches, then calls
