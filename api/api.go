@@ -1,6 +1,9 @@
 // Package api holds rankgate's HTTP contract, api/openapi.yaml (OpenAPI
 // 3.1), embedded so that the gateway can serve it and tests can check
 // traffic against it.
+//
+// It imports the standard library only (embed); it must not import any other
+// rankgate package.
 package api
 
 import (

@@ -13,6 +13,9 @@
 //	c, err := client.New("http://127.0.0.1:8080", client.WithToken(os.Getenv("RANKGATE_TOKEN")))
 //	res, err := c.PostEvent(ctx, client.Event{EventID: "evt-1", Family: "learning", User: "u42", Delta: client.Int(20)})
 //	page, err := c.Top(ctx, client.Board{Family: "learning", Period: "current", Dimension: "national"}, 10, client.ReadOptions{})
+//
+// It speaks HTTP only: it must not import internal/gateway, internal/httpapi
+// or any other rankgate package.
 package client
 
 import (

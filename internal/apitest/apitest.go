@@ -10,6 +10,9 @@
 // shape; one the document accepts must be served as documented. A request
 // for no documented operation must get 404 not_found or 405
 // method_not_allowed.
+//
+// Test support: it imports api (the contract) only of rankgate; production
+// code must not import it.
 package apitest
 
 import (
