@@ -108,6 +108,10 @@ lint: staticcheck-install ## gofmt (must be clean), go vet, staticcheck $(STATIC
 staticcheck-install: ## go install staticcheck $(STATICCHECK_VERSION) into $(go env GOPATH)/bin unless it is there
 	@STATICCHECK_VERSION=$(STATICCHECK_VERSION) $(DEPS_SH) staticcheck
 
+.PHONY: deploy-check
+deploy-check: ## validate the deploy files without an engine: helm lint, helm template | kubeconform -strict (offline schemas), compose config (go-installs helm, kubeconform)
+	deploy/deploy-check.sh
+
 .PHONY: check-rules
 check-rules: ## promtool (installed when missing): check and unit-test deploy/prometheus (rules.yml, rules_test.yml, prometheus.yml)
 	@$(DEPS_SH) promtool

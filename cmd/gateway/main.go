@@ -57,8 +57,10 @@ func runAt(ctx context.Context, now func() time.Time, args []string, getenv func
 		return layoutCmd(ctx, args, getenv, stdout, stderr)
 	case "plan":
 		return planCmd(ctx, args, getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCmd(ctx, args, getenv, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q (want serve, layout or plan)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, layout, plan or healthcheck)", cmd)
 	}
 }
 
