@@ -28,7 +28,7 @@ func layoutCmd(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	st, closeStore, err := openStore(ctx, cfg, getenv, log, nil)
+	st, closeStore, err := openStore(ctx, cfg, getenv, log, nil, nil)
 	if err != nil {
 		return err
 	}

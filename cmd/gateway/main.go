@@ -23,12 +23,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/httpapi"
 	"github.com/rankgate/rankgate/internal/store"
+	"github.com/rankgate/rankgate/internal/telemetry"
 )
+
+// version is the gateway's version, set at build time
+// (-ldflags "-X main.version=…"); traces carry it as service.version.
+var version = "dev"
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -143,7 +149,7 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 // readOnly a replica-reading one (ReadOnly + RouteByLatency), which is built
 // only once the masters' client turned out to be a cluster client, so it
 // need not ask a single seed again.
-func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logger, readOnly bool) (redis.UniversalClient, error) {
+func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logger, readOnly bool, tp trace.TracerProvider) (redis.UniversalClient, error) {
 	tlsCfg, err := tlsConfig(cfg, log)
 	if err != nil {
 		return nil, err
@@ -153,15 +159,15 @@ func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logge
 		TLS: tlsCfg, DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout,
 		WriteTimeout: cfg.Redis.WriteTimeout, PoolSize: cfg.Redis.PoolSize,
 		ReloadInterval: cfg.Redis.ClusterReloadInterval, Logger: log,
-		ReadOnly: readOnly, Cluster: readOnly,
+		ReadOnly: readOnly, Cluster: readOnly, TracerProvider: tp,
 	})
 }
 
 // openStore connects to Redis, preloads the scripts on every node and builds
 // the store (with a replica-reading client when redis.replica_reads is on and
 // Redis is a cluster).
-func openStore(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer) (*store.Store, func(), error) {
-	rw, err := dialRedis(ctx, cfg, getenv, log)
+func openStore(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) (*store.Store, func(), error) {
+	rw, err := dialRedis(ctx, cfg, getenv, log, tp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,7 +179,7 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 	}
 	var ro redis.UniversalClient
 	if _, cluster := rw.(*redis.ClusterClient); cfg.Redis.ReplicaReads && cluster {
-		if ro, err = redisClient(cfg, getenv, log, true); err != nil {
+		if ro, err = redisClient(cfg, getenv, log, true, tp); err != nil {
 			closeAll()
 			return nil, nil, err
 		}
@@ -192,10 +198,10 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 // dialRedis builds the masters' client and loads the scripts on every node,
 // retrying both for a bounded time while Redis comes up (building the client
 // already talks to Redis when redis.addrs holds a single node).
-func dialRedis(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger) (redis.UniversalClient, error) {
+func dialRedis(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger, tp trace.TracerProvider) (redis.UniversalClient, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		c, err := redisClient(cfg, getenv, log, false)
+		c, err := redisClient(cfg, getenv, log, false, tp)
 		if err == nil {
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err = store.Preload(pctx, c)
@@ -257,12 +263,29 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		return err
 	}
 
-	st, closeStore, err := openStore(ctx, cfg, getenv, log, reg)
+	tr, err := telemetry.Setup(ctx, cfg.Tracing.Enabled, version, getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(sctx); err != nil {
+			log.Warn("tracing: flushing spans at shutdown", "err", err)
+		}
+	}()
+	var tp trace.TracerProvider // nil: nothing instrumented
+	if tr.Enabled {
+		tp = tr.Provider
+		log.Info("tracing on: OTLP/HTTP export as the OTEL_* variables say")
+	}
+
+	st, closeStore, err := openStore(ctx, cfg, getenv, log, reg, tp)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	led, closeLedger, err := openLedger(ctx, cfg, getenv, log, reg)
+	led, closeLedger, err := openLedger(ctx, cfg, getenv, log, reg, tp)
 	if err != nil {
 		return err
 	}
@@ -292,7 +315,7 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 	defer stopMonitor()
 	h, err := httpapi.New(svc, httpapi.Options{Logger: log, Registerer: reg, Gatherer: reg, Auth: auth,
 		MaxInflight: cfg.Server.MaxInflight, RequestTimeout: cfg.Server.RequestTimeout,
-		Families: httpapi.ConfigFamilies(cfg)})
+		Families: httpapi.ConfigFamilies(cfg), TracerProvider: tp, Propagator: tr.Propagator})
 	if err != nil {
 		return err
 	}

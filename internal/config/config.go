@@ -100,6 +100,8 @@ type Config struct {
 	Limits Limits
 	Server Server
 	Awards Awards
+	// Tracing switches OpenTelemetry traces on (internal/telemetry).
+	Tracing Tracing
 	// Families by name; FamilyNames lists the names sorted.
 	Families    map[string]*Family
 	FamilyNames []string
@@ -167,6 +169,15 @@ func (w Webhook) URL(getenv func(string) string) string {
 
 // Secret returns the signing secret from the env var SecretEnv names.
 func (w Webhook) Secret(getenv func(string) string) string { return lookup(w.SecretEnv, getenv) }
+
+// Tracing holds the trace settings; everything else about traces comes
+// from the standard OTEL_* environment variables.
+type Tracing struct {
+	// Enabled exports traces over OTLP/HTTP. Off by default; an
+	// OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT in the environment turns it on
+	// too, OTEL_SDK_DISABLED=true turns it off.
+	Enabled bool
+}
 
 // Auth holds the bearer tokens.
 type Auth struct {

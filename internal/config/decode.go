@@ -129,6 +129,9 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				},
 			})
 		},
+		"tracing": func(n *yaml.Node, key string) {
+			d.fields(n, key, map[string]field{"enabled": d.bool(&c.Tracing.Enabled)})
+		},
 		"families": d.families(c),
 	})
 	return c

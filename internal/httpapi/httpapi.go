@@ -18,6 +18,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rankgate/rankgate/api"
 	"github.com/rankgate/rankgate/internal/gateway"
@@ -82,6 +86,13 @@ type Options struct {
 	// Families lists the configured families on GET /v1/families (the
 	// status page's menu); nil answers an empty list.
 	Families func() []FamilyInfo
+	// TracerProvider, when set, traces every request (otelhttp): one server
+	// span named after the route pattern, the parent of the Redis and
+	// PostgreSQL spans the request causes. Nil: no tracing, no overhead.
+	TracerProvider trace.TracerProvider
+	// Propagator reads the caller's trace context from the request headers
+	// (nil: W3C tracecontext and baggage).
+	Propagator propagation.TextMapPropagator
 }
 
 // Default query values (api/openapi.yaml).
@@ -142,7 +153,29 @@ func New(svc Service, opts Options) (http.Handler, error) {
 		lingerBytes: lingerBytes, lingerTime: lingerTime, openapi: doc}
 	s.families = opts.Families
 	s.routes(opts.Auth, opts.Gatherer)
-	return s, nil
+	if opts.TracerProvider == nil {
+		return s, nil
+	}
+	prop := opts.Propagator
+	if prop == nil {
+		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	return otelhttp.NewHandler(s, "rankgate",
+		otelhttp.WithTracerProvider(opts.TracerProvider),
+		otelhttp.WithPropagators(prop),
+		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()), // metrics are Prometheus's
+		otelhttp.WithSpanNameFormatter(spanName),
+	), nil
+}
+
+// spanName names a request's span after its route pattern once routed
+// ("GET /v1/boards/{family}/{period}/{dimension}/top"): bounded, unlike
+// paths; before routing, or unrouted, just the method.
+func spanName(_ string, r *http.Request) string {
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	return methodLabel(r.Method)
 }
 
 const board = "/v1/boards/{family}/{period}/{dimension}"

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rankgate/rankgate/internal/rank"
 )
@@ -110,6 +112,10 @@ func (s *server) observe(r *http.Request, rw *responseWriter, d time.Duration) {
 	route := r.Pattern
 	if route == "" {
 		route = routeUnmatched
+	}
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() && route != routeUnmatched {
+		_, path, _ := strings.Cut(route, " ") // the pattern's method goes
+		span.SetAttributes(attribute.String("http.route", path))
 	}
 	method := methodLabel(r.Method)
 	code := strconv.Itoa(status)

@@ -25,9 +25,12 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Sentinel errors. Returned errors wrap them with details: test with errors.Is.
@@ -96,6 +99,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// MaxConns bounds the connection pool (default 10).
 	MaxConns int
+	// TracerProvider, when set, traces every query, batch and connect
+	// (otelpgx: SQL text, never its parameters). Nil: no tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // Ledger is a handle on the PostgreSQL ledger. It is safe for concurrent use.
@@ -150,6 +156,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
 	p, err := newPool(ctx, cfg, opts.MaxConns)
 	if err != nil {
 		return nil, err
+	}
+	if opts.TracerProvider != nil {
+		cfg.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(opts.TracerProvider),
+			otelpgx.WithMeterProvider(metricnoop.NewMeterProvider())) // metrics are Prometheus's
 	}
 	l := &Ledger{
 		connCfg: cc.Copy(),

@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ClientOptions configure a Redis client.
@@ -35,6 +37,19 @@ type ClientOptions struct {
 	// ReadOnly routes read-only commands to replicas (RouteByLatency).
 	ReadOnly bool
 	Logger   *slog.Logger
+	// TracerProvider, when set, traces every round trip to a node — one
+	// span per command or per pipeline, named after it, with the node's
+	// address (redisotel; statements are left out: they carry member ids).
+	TracerProvider trace.TracerProvider
+}
+
+// tracing instruments one node's client (nil tp: nothing).
+func tracing(c *redis.Client, tp trace.TracerProvider) {
+	if tp == nil {
+		return
+	}
+	// InstrumentTracing fails only for client types it does not know.
+	_ = redisotel.InstrumentTracing(c, redisotel.WithTracerProvider(tp), redisotel.WithDBStatement(false))
 }
 
 // NewClient builds a go-redis client: a ClusterClient for a cluster, a plain
@@ -63,6 +78,7 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
 			PoolSize: o.PoolSize, ContextTimeoutEnabled: true, MaintNotificationsConfig: maint,
 		})
+		tracing(single, o.TracerProvider)
 		cluster, err := isClusterNode(single, o)
 		if err != nil {
 			_ = single.Close()
@@ -83,6 +99,8 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 		ReadOnly:                   o.ReadOnly, RouteByLatency: o.ReadOnly,
 	})
 	c.OnNewNode(func(node *redis.Client) {
+		// Traced per node, not per cluster command: a span is a round trip.
+		tracing(node, o.TracerProvider)
 		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: node.Options().Addr})
 		node.AddHook(waitHook{addr: node.Options().Addr})
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/gateway"
@@ -93,6 +94,9 @@ type Options struct {
 	// WrapBackend, when set, wraps the store as the gateway sees it (to
 	// inject a failing shard, say).
 	WrapBackend func(gateway.Backend) gateway.Backend
+	// TracerProvider, when set, traces the Redis client and the HTTP API
+	// as cmd/gateway does with tracing on.
+	TracerProvider trace.TracerProvider
 }
 
 // New builds a Stack on the test cluster. It skips the test when there is no
@@ -110,7 +114,8 @@ func New(tb testing.TB, o Options) *Stack {
 		tb.Fatalf("teststack: config: %v", err)
 	}
 	c, err := store.NewClient(store.ClientOptions{Addrs: addrs, Cluster: true, DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, ReloadInterval: time.Second})
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, ReloadInterval: time.Second,
+		TracerProvider: o.TracerProvider})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -133,7 +138,8 @@ func New(tb testing.TB, o Options) *Stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h, err := httpapi.New(svc, httpapi.Options{Registerer: reg, Gatherer: reg, Families: httpapi.ConfigFamilies(cfg)})
+	h, err := httpapi.New(svc, httpapi.Options{Registerer: reg, Gatherer: reg, Families: httpapi.ConfigFamilies(cfg),
+		TracerProvider: o.TracerProvider})
 	if err != nil {
 		tb.Fatal(err)
 	}
