@@ -181,7 +181,7 @@ func readSpans(t *testing.T, spans []sdktrace.ReadOnlySpan) (server sdktrace.Rea
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
