@@ -153,13 +153,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Ledger, error) {
 	if cc.RuntimeParams["application_name"] == "" {
 		cc.RuntimeParams["application_name"] = "rankgate-ledger/" + opts.Schema
 	}
+	if opts.TracerProvider != nil {
+		cc.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(opts.TracerProvider),
+			otelpgx.WithMeterProvider(metricnoop.NewMeterProvider())) // metrics are Prometheus's
+	}
 	p, err := newPool(ctx, cfg, opts.MaxConns)
 	if err != nil {
 		return nil, err
-	}
-	if opts.TracerProvider != nil {
-		cfg.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(opts.TracerProvider),
-			otelpgx.WithMeterProvider(metricnoop.NewMeterProvider())) // metrics are Prometheus's
 	}
 	l := &Ledger{
 		connCfg: cc.Copy(),
