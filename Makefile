@@ -55,10 +55,13 @@ test-race: vet test-deps test-cluster-up ## go vet, then every test with -race
 	$(WITH_TEST_DEPS) $(GO) test -race -count=1 ./...
 
 # Fault injection (internal/faults, build tag faults): kills, pauses, restarts
-# and reconfigures nodes of clusters of its own on base ports 7500-7589, which
-# it starts and stops; never the dev or test cluster. Results: docs/reliability.md.
+# and reconfigures nodes of clusters of its own on base ports 7500-7589 and
+# 7920-7949 (plus gateway processes on 7960-7962 and a private PostgreSQL on
+# 7989), which it starts and stops; never the dev or test cluster, never the
+# shared PostgreSQL. Results: docs/reliability.md.
 .PHONY: test-faults
-test-faults: ## fault-injection suite against its own local clusters (ports 7500-7589), a few minutes
+test-faults: ## fault-injection suite against its own local clusters (ports 7500-7589, 7920-7989), under 10 minutes
+	$(DEPS_SH) iproute2
 	$(PG_DSN) RANKGATE_TEST_PG_DSN="$$pg_dsn" $(GO) test -tags faults -count=1 -v -timeout 15m ./internal/faults/
 
 # Fuzz targets, package:FuzzName; each runs for FUZZTIME, one after another

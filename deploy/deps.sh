@@ -12,6 +12,7 @@
 #   promtool    promtool (make check-rules; Debian package prometheus, its
 #               server is kept from starting)
 #   staticcheck staticcheck $STATICCHECK_VERSION in $(go env GOPATH)/bin
+#   iproute2    ip (the fault suite's network namespaces; Debian iproute2)
 #   postgres    a PostgreSQL for the ledger tests; prints its DSN on stdout:
 #                 1. $RANKGATE_TEST_PG_DSN when set (it must answer);
 #                 2. else the local trust-auth server postgres@127.0.0.1:5432/test
@@ -195,8 +196,9 @@ for need in "$@"; do
 	chromium) need_chromium ;;
 	promtool) need_promtool ;;
 	staticcheck) need_staticcheck ;;
+	iproute2) command -v ip >/dev/null || apt_install iproute2 ;;
 	postgres) need_postgres ;;
 	postgres-down) postgres_down ;;
-	*) die "unknown need '$need' (want curl, chromium, promtool, staticcheck, postgres, postgres-down)" ;;
+	*) die "unknown need '$need' (want curl, chromium, promtool, staticcheck, iproute2, postgres, postgres-down)" ;;
 	esac
 done

@@ -26,6 +26,9 @@ type event struct {
 	delta    int64
 	acked    bool
 	attempts int
+	// invoked: when the first attempt started; ackedAt: when the attempt that
+	// was acknowledged ended (the history checker's bounds).
+	invoked, ackedAt time.Time
 }
 
 // op is one attempt (a write attempt of an event, or a read).
@@ -35,6 +38,7 @@ type op struct {
 	dim        string // reads: the board read
 	start, end time.Time
 	err        error
+	seen       []obs // reads: the totals the answer showed (consistency=primary)
 }
 
 // loadConfig shapes a load.
@@ -53,6 +57,9 @@ type loadConfig struct {
 	// read does one read; nil: Top 10 of national or a member's standing on
 	// national, at consistency=primary. It returns the board it read.
 	read func(ctx context.Context, rng *rand.Rand) (dim string, err error)
+	// apply sends one attempt of an event (attempt counts from 0); nil:
+	// the in-process Service.
+	apply func(ctx context.Context, e *event, attempt int) error
 }
 
 func (c *loadConfig) defaults() {
@@ -91,8 +98,13 @@ type load struct {
 	events []*event
 	fatal  []string
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	round int // start calls so far: event ids of later rounds differ
+	// histFrom: the history checker checks reads that started at or after
+	// it (the previous audit's time: each audit answers for its own round,
+	// while the bounds come from every event of the load).
+	histFrom time.Time
 }
 
 // maxProbes bounds the prober's requests in flight.
@@ -123,15 +135,25 @@ func (l *load) send(e *event, hard time.Time) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.attemptTimeout)
 		start := time.Now()
-		_, err := l.s.svc.ApplyEvent(ctx, gateway.Event{EventID: e.id, Family: family, User: userName(e.user), Delta: &e.delta,
-			Dims: map[string]string{"province": provinceOf(e.user)}})
+		if e.attempts == 0 {
+			l.mu.Lock()
+			e.invoked = start
+			l.mu.Unlock()
+		}
+		var err error
+		if l.cfg.apply != nil {
+			err = l.cfg.apply(ctx, e, e.attempts)
+		} else {
+			_, err = l.s.svc.ApplyEvent(ctx, gateway.Event{EventID: e.id, Family: family, User: userName(e.user), Delta: &e.delta,
+				Dims: map[string]string{"province": provinceOf(e.user)}})
+		}
 		cancel()
 		end := time.Now()
 		l.mu.Lock()
 		e.attempts++
 		l.ops = append(l.ops, op{write: true, user: e.user, start: start, end: end, err: err})
 		if err == nil {
-			e.acked = true
+			e.acked, e.ackedAt = true, end
 		}
 		if err != nil && !retryable(err) {
 			l.fatal = append(l.fatal, fmt.Sprintf("event %s: %v", e.id, err))
@@ -168,16 +190,26 @@ func (l *load) defaultRead(ctx context.Context, rng *rand.Rand) (string, error) 
 	ref := l.s.ref("national")
 	o := gateway.ReadOptions{Consistency: gateway.ConsistencyPrimary}
 	if rng.IntN(2) == 0 {
-		_, err := l.s.svc.Top(ctx, ref, 10, o)
+		p, err := l.s.svc.Top(ctx, ref, 10, o)
+		if err == nil {
+			for _, en := range p.Entries {
+				observe(ctx, en.User, en.Points)
+			}
+		}
 		return "national", err
 	}
-	_, err := l.s.svc.Member(ctx, ref, userName(rng.IntN(users)), o)
+	m, err := l.s.svc.Member(ctx, ref, userName(rng.IntN(users)), o)
+	if err == nil {
+		observe(ctx, m.User, m.Points)
+	}
 	return "national", err
 }
 
 // start launches the writers and readers; hard bounds the whole load.
 func (l *load) start(maxRun time.Duration) {
 	hard := time.Now().Add(maxRun)
+	l.round++
+	round := l.round
 	read := l.cfg.read
 	if read == nil {
 		read = l.defaultRead
@@ -196,7 +228,7 @@ func (l *load) start(maxRun time.Duration) {
 				if time.Now().After(hard) {
 					return
 				}
-				e := &event{id: fmt.Sprintf("%s-w%d-%06d", l.tag, w, n), user: rng.IntN(users), delta: int64(1 + rng.IntN(9))}
+				e := &event{id: fmt.Sprintf("%s-r%d-w%d-%06d", l.tag, round, w, n), user: rng.IntN(users), delta: int64(1 + rng.IntN(9))}
 				l.mu.Lock()
 				l.events = append(l.events, e)
 				l.mu.Unlock()
@@ -226,7 +258,7 @@ func (l *load) start(maxRun time.Duration) {
 			default:
 				continue // too many probes hang already
 			}
-			e := &event{id: fmt.Sprintf("%s-p-%06d", l.tag, n), user: rng.IntN(users), delta: int64(1 + rng.IntN(9))}
+			e := &event{id: fmt.Sprintf("%s-r%d-p-%06d", l.tag, round, n), user: rng.IntN(users), delta: int64(1 + rng.IntN(9))}
 			l.mu.Lock()
 			l.events = append(l.events, e)
 			l.mu.Unlock()
@@ -241,10 +273,11 @@ func (l *load) start(maxRun time.Duration) {
 				defer l.wg.Done()
 				ctx, cancel := context.WithTimeout(context.Background(), l.cfg.attemptTimeout)
 				defer cancel()
+				ctx, seen := observing(ctx)
 				start := time.Now()
 				dim, err := read(ctx, rand.New(rand.NewPCG(seed, 1)))
 				l.mu.Lock()
-				l.ops = append(l.ops, op{dim: dim, start: start, end: time.Now(), err: err})
+				l.ops = append(l.ops, op{dim: dim, start: start, end: time.Now(), err: err, seen: *seen})
 				l.mu.Unlock()
 			}()
 		}
@@ -264,11 +297,12 @@ func (l *load) start(maxRun time.Duration) {
 					return
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), l.cfg.attemptTimeout)
+				ctx, seen := observing(ctx)
 				start := time.Now()
 				dim, err := read(ctx, rng)
 				cancel()
 				l.mu.Lock()
-				l.ops = append(l.ops, op{dim: dim, start: start, end: time.Now(), err: err})
+				l.ops = append(l.ops, op{dim: dim, start: start, end: time.Now(), err: err, seen: *seen})
 				l.mu.Unlock()
 				time.Sleep(l.cfg.readPause)
 			}
@@ -290,6 +324,12 @@ func (l *load) finish(t *testing.T) {
 	if len(l.fatal) > 0 {
 		t.Errorf("%d events got a non-retryable answer, first: %s", len(l.fatal), l.fatal[0])
 	}
+}
+
+// resume starts the load again after finish (the audit ran in between).
+func (l *load) resume(maxRun time.Duration) {
+	l.stop = make(chan struct{})
+	l.start(maxRun)
 }
 
 // counts answers: events acknowledged and in doubt, attempts, failed attempts.

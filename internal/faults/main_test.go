@@ -17,7 +17,8 @@ import (
 )
 
 // Every scenario runs on a cluster of its own; the bases are 10 apart
-// (ports BASE..BASE+5, cluster bus +10000). Never 7000, 7100 or 7400.
+// (ports BASE..BASE+5, cluster bus +10000). Never 7000, 7100 or 7400. The
+// scenarios of issue 15 use bases 7920–7980 (node timeout 1 s).
 const (
 	baseKillRedis   = 7500
 	baseKillLedger  = 7510
@@ -28,6 +29,9 @@ const (
 	baseScripts     = 7560
 	baseFlush       = 7570
 	baseMaxMemory   = 7580
+	baseLoop        = 7920
+	basePostgres    = 7930
+	baseGateways    = 7940
 )
 
 var scenarioBases = []struct {
@@ -43,6 +47,9 @@ var scenarioBases = []struct {
 	{"TestScriptFlush", baseScripts},
 	{"TestFlushMasterRebuild", baseFlush},
 	{"TestMaxMemory", baseMaxMemory},
+	{"TestFailoverLoop", baseLoop},
+	{"TestPostgresFaults", basePostgres},
+	{"TestManyGateways", baseGateways},
 }
 
 // selected reports whether -run (and -skip) select the top-level test name.

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -67,6 +68,14 @@ type stackOptions struct {
 	ledger       bool          // ledger mode (PostgreSQL first, then Redis)
 	replicaReads bool          // a ReadOnly + RouteByLatency client for consistency=replica
 	readTimeout  time.Duration // go-redis ReadTimeout (default 500 ms)
+	waitReplicas int           // redis.wait_replicas (WAIT timeout: readTimeout/2, as cmd/gateway)
+	pgDSN        string        // ledger mode: a PostgreSQL of the test's own (default: testpg's)
+	prefix       string        // the key prefix (default: a fresh random one)
+	// share: a second gateway over the same data as share (its prefix, and
+	// its ledger in ledger mode).
+	share *stack
+	// dialer opens the Redis connections (a network namespace's); nil: TCP.
+	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // stack is an in-process gateway over one cluster, wired like cmd/gateway:
@@ -81,6 +90,7 @@ type stack struct {
 	reg    *prometheus.Registry
 	ledger *ledger.Ledger
 	dsn    string
+	wait   int
 }
 
 func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
@@ -91,6 +101,12 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	prefix := "fx" + hex.EncodeToString(b[:])
+	if o.prefix != "" {
+		prefix = o.prefix
+	}
+	if o.share != nil {
+		prefix = o.share.prefix
+	}
 	y := fmt.Sprintf("listen: \"127.0.0.1:0\"\nredis:\n  addrs: [%s]\n  prefix: %q\nfamilies:\n%s",
 		strings.Join(c.addrs, ", "), prefix, familiesYAML)
 	cfg, err := config.Parse([]byte(y))
@@ -106,13 +122,13 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 		}
 	}
 	opts := store.ClientOptions{Addrs: c.addrs, Cluster: true, DialTimeout: time.Second, ReadTimeout: o.readTimeout,
-		WriteTimeout: 500 * time.Millisecond, ReloadInterval: reload}
+		WriteTimeout: 500 * time.Millisecond, ReloadInterval: reload, Dialer: o.dialer}
 	rw, err := store.NewClient(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rw.Close() })
-	s := &stack{cfg: cfg, prefix: prefix, layout: shard.Layout{Prefix: prefix}, rw: rw, reg: prometheus.NewRegistry()}
+	s := &stack{cfg: cfg, prefix: prefix, layout: shard.Layout{Prefix: prefix}, rw: rw, reg: prometheus.NewRegistry(), wait: o.waitReplicas}
 	if o.replicaReads {
 		ro := opts
 		ro.ReadOnly = true
@@ -126,13 +142,21 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 	if err := store.Preload(ctx, rw); err != nil {
 		t.Fatalf("preload: %v", err)
 	}
-	if s.store, err = store.New(rw, s.ro, store.Options{Timeout: o.readTimeout + 500*time.Millisecond, Registerer: s.reg}); err != nil {
+	if s.store, err = store.New(rw, s.ro, store.Options{Timeout: o.readTimeout + 500*time.Millisecond, Registerer: s.reg,
+		WaitReplicas: o.waitReplicas, WaitTimeout: o.readTimeout / 2}); err != nil {
 		t.Fatal(err)
 	}
 	gopts := gateway.Options{Config: cfg, Backend: s.store, Registerer: s.reg}
-	if o.ledger {
-		s.dsn = testpg.DSN(t)
-		l, err := ledger.Open(ctx, s.dsn, ledger.Options{Schema: testpg.Schema(t), MaxConns: 8})
+	if o.ledger && o.share != nil {
+		s.dsn, s.ledger, gopts.Ledger = o.share.dsn, o.share.ledger, o.share.ledger
+	} else if o.ledger {
+		var schema string
+		if o.pgDSN != "" {
+			s.dsn, schema = o.pgDSN, prefix // the server is the test's and goes with it
+		} else {
+			s.dsn, schema = testpg.DSN(t), testpg.Schema(t)
+		}
+		l, err := ledger.Open(ctx, s.dsn, ledger.Options{Schema: schema, MaxConns: 8})
 		if err != nil {
 			t.Fatalf("ledger: %v", err)
 		}
@@ -148,6 +172,9 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 func (s *stack) mode() string {
 	if s.ledger != nil {
 		return "ledger"
+	}
+	if s.wait > 0 {
+		return fmt.Sprintf("redis-only+wait%d", s.wait)
 	}
 	return "redis-only"
 }

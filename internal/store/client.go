@@ -41,6 +41,10 @@ type ClientOptions struct {
 	// span per command or per pipeline, named after it, with the node's
 	// address (redisotel; statements are left out: they carry member ids).
 	TracerProvider trace.TracerProvider
+	// Dialer, when set, opens every connection (go-redis Options.Dialer);
+	// nil: go-redis's own TCP dialer. The fault suite dials into network
+	// namespaces with it.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // tracing instruments one node's client (nil tp: nothing).
@@ -76,7 +80,7 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 		single := redis.NewClient(&redis.Options{
 			Addr: o.Addrs[0], Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
 			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-			PoolSize: o.PoolSize, ContextTimeoutEnabled: true, MaintNotificationsConfig: maint,
+			PoolSize: o.PoolSize, ContextTimeoutEnabled: true, MaintNotificationsConfig: maint, Dialer: o.Dialer,
 		})
 		tracing(single, o.TracerProvider)
 		cluster, err := isClusterNode(single, o)
@@ -94,7 +98,7 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
 		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		PoolSize: o.PoolSize, ContextTimeoutEnabled: true, MaintNotificationsConfig: maint,
+		PoolSize: o.PoolSize, ContextTimeoutEnabled: true, MaintNotificationsConfig: maint, Dialer: o.Dialer,
 		ClusterStateReloadInterval: o.ReloadInterval,
 		ReadOnly:                   o.ReadOnly, RouteByLatency: o.ReadOnly,
 	})
