@@ -15,9 +15,15 @@ import (
 type obs struct {
 	user   int
 	points int64
+	via    string // which gateway answered, when the load has several
 }
 
 type obsKey struct{}
+
+type viaKey struct{}
+
+// via tags the observations of a read with the gateway that answered it.
+func via(ctx context.Context, gw string) context.Context { return context.WithValue(ctx, viaKey{}, gw) }
 
 // observing gives a read a collector for what its answer showed.
 func observing(ctx context.Context) (context.Context, *[]obs) {
@@ -36,20 +42,26 @@ func observe(ctx context.Context, name string, points int64) {
 	if err != nil || i < 0 || i >= users {
 		return
 	}
-	*seen = append(*seen, obs{user: i, points: points})
+	gw, _ := ctx.Value(viaKey{}).(string)
+	*seen = append(*seen, obs{user: i, points: points, via: gw})
 }
 
 // violation is a read whose total lies outside what the history allows.
 type violation struct {
 	user       int
+	via        string
 	points     int64
 	lo, hi     int64
 	start, end time.Time
 }
 
 func (v violation) String() string {
-	return fmt.Sprintf("%s read %d at [%s, %s], allowed [%d, %d]", userName(v.user), v.points,
+	s := fmt.Sprintf("%s read %d at [%s, %s], allowed [%d, %d]", userName(v.user), v.points,
 		v.start.Format("15:04:05.000"), v.end.Format("15:04:05.000"), v.lo, v.hi)
+	if v.via != "" {
+		s += " via gateway " + v.via
+	}
+	return s
 }
 
 // history is the checker's verdict over one load.
@@ -125,7 +137,7 @@ func (l *load) checkHistory() history {
 					lo += e.delta
 				}
 			}
-			v := violation{user: s.user, points: s.points, lo: lo, hi: hi, start: o.start, end: o.end}
+			v := violation{user: s.user, via: s.via, points: s.points, lo: lo, hi: hi, start: o.start, end: o.end}
 			switch {
 			case s.points < lo:
 				h.below = append(h.below, v)

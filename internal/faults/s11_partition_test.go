@@ -34,7 +34,9 @@ func (p gatewayPair) apply(ctx context.Context, e *event, attempt int) error {
 }
 
 func (p gatewayPair) read(ctx context.Context, rng *rand.Rand) (string, error) {
-	s := p.pick(rng.IntN(2))
+	i := rng.IntN(2)
+	s := p.pick(i)
+	ctx = via(ctx, []string{"A", "B"}[i])
 	o := gateway.ReadOptions{Consistency: gateway.ConsistencyPrimary}
 	if rng.IntN(2) == 0 {
 		pg, err := s.svc.Top(ctx, s.ref("national"), 10, o)
@@ -191,18 +193,22 @@ func TestPartitions(t *testing.T) {
 			m.last = runAudit(t, m.s, m.l)
 			cn := m.l.counts()
 			t.Log(resultLine(p.name, m.s.mode(), w, r,
-				fmt.Sprintf("victim=%d healed=+%s redis=[%s] attempts=%d/%d failed lost_in_this_partition=%d audit=%s", victimPort,
+				fmt.Sprintf("fault_at=%s victim=%d healed=+%s redis=[%s] attempts=%d/%d failed lost_in_this_partition=%d audit=%s", t0.Format("15:04:05.000"), victimPort,
 					tHeal.Sub(t0).Round(10*time.Millisecond), tl, cn.writes+cn.reads, cn.writeErrs+cn.readErrs,
 					m.last.lostEvents-prev.lostEvents, m.last)))
-			if !m.last.ok() {
+			if !m.last.okReadsAside() {
 				t.Errorf("%s, %s: audit failed: %s", p.name, m.s.mode(), m.last)
+			}
+			if !m.last.ok() || m.last.hist.violations() > 0 {
 				for _, d := range m.last.details {
 					t.Logf("  audit: %s", d)
 				}
 			}
 			// The goal: with wait_replicas 1, nothing acknowledged lost in
-			// (a)-(c); flapping (d) is reported.
-			if m.s.wait > 0 && p.name < "11d" && (m.last.lostBoardEvents > 0 || m.last.hist.violations() > 0) {
+			// (a)-(c); flapping (d) is reported. Reads below the
+			// acknowledged sum are reported: WAIT does not stop a minority
+			// master from answering reads.
+			if m.s.wait > 0 && p.name < "11d" && (m.last.lostBoardEvents > 0 || m.last.short > 0) {
 				t.Errorf("%s, %s: acknowledged events lost with wait_replicas %d: %s", p.name, m.s.mode(), m.s.wait, m.last)
 			}
 			if w.d < 0 || r.d < 0 {
