@@ -3,6 +3,7 @@
 // asked for, and then configured by the standard OTEL_* variables with the
 // OTLP/HTTP exporter. It registers nothing globally: the provider and the
 // propagator are handed to the instrumented clients and server explicitly.
+// It must not import any rankgate package.
 package telemetry
 
 import (

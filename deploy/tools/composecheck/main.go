@@ -5,6 +5,8 @@
 // CLI. It prints the normalised project with -print.
 //
 //	composecheck [-print] -f docker-compose.yml
+//
+// A module of its own (deploy/tools): it must not import any rankgate package.
 package main
 
 import (

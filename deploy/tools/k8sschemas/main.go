@@ -13,6 +13,8 @@
 // (kubeconform -strict's meaning), null allowed where Kubernetes accepts it,
 // int-or-string and quantities as either. A -crd file adds the schemas of a
 // CustomResourceDefinition's served versions the same way.
+//
+// A module of its own (deploy/tools): it must not import any rankgate package.
 package main
 
 import (
