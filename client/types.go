@@ -1,5 +1,11 @@
 package client
 
+// The answer types below deliberately mirror the gateway's wire types
+// (internal/gateway types.go, settle.go, lifecycle.go, layout.go): a client
+// must not import the server's internal packages, and the one source of truth
+// for both is api/openapi.yaml, against which the e2e tests check every
+// exchange — so a drift on either side fails a test rather than hiding here.
+
 import (
 	"encoding/json"
 	"time"
