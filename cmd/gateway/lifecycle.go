@@ -46,14 +46,9 @@ func startScheduler(ctx context.Context, svc *gateway.Service, st *store.Store, 
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc.Run(ctx)
-	}()
+	stop = inBackground(ctx, sc.Run)
 	log.Info("lifecycle scheduler started (it runs steps while this gateway holds the lease)", "owner", owner, "mode", svc.Mode())
-	return func() { cancel(); <-done }, nil
+	return stop, nil
 }
 
 // ownerID names this process in lease records: host, pid and a random part.

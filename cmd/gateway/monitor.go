@@ -19,11 +19,17 @@ func startMonitor(ctx context.Context, c redis.UniversalClient, cfg *config.Conf
 	if err != nil {
 		return nil, err
 	}
+	return inBackground(ctx, mon.Run), nil
+}
+
+// inBackground runs run(ctx) on a goroutine of its own; stop cancels its
+// context and waits for it to return (the monitor and the lifecycle scheduler).
+func inBackground(ctx context.Context, run func(context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		mon.Run(ctx)
+		run(ctx)
 	}()
-	return func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done }
 }

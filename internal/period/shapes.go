@@ -264,15 +264,7 @@ func (s Spec) Next(p Period) Period {
 	case All:
 		return s.At(time.Time{})
 	case Seasons:
-		for i := range s.Seasons {
-			if s.Seasons[i].ID == p.ID {
-				if i+1 < len(s.Seasons) {
-					return s.seasonPeriod(i + 1)
-				}
-				return Period{}
-			}
-		}
-		return Period{}
+		return s.seasonBeside(p, +1)
 	}
 	return s.At(p.End)
 }
@@ -285,17 +277,24 @@ func (s Spec) Prev(p Period) Period {
 	case All:
 		return s.At(time.Time{})
 	case Seasons:
-		for i := range s.Seasons {
-			if s.Seasons[i].ID == p.ID {
-				if i > 0 {
-					return s.seasonPeriod(i - 1)
-				}
-				return Period{}
-			}
-		}
-		return Period{}
+		return s.seasonBeside(p, -1)
 	}
 	return s.At(p.Start.Add(-time.Nanosecond))
+}
+
+// seasonBeside returns the season step places from season p (+1 the next,
+// -1 the one before), or the zero Period past either end or when p is not a
+// season of s.
+func (s Spec) seasonBeside(p Period, step int) Period {
+	for i := range s.Seasons {
+		if s.Seasons[i].ID == p.ID {
+			if j := i + step; j >= 0 && j < len(s.Seasons) {
+				return s.seasonPeriod(j)
+			}
+			return Period{}
+		}
+	}
+	return Period{}
 }
 
 // startOfHour returns the first instant whose local date and hour in loc are
