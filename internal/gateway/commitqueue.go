@@ -11,7 +11,8 @@ import (
 // commitQueue coalesces concurrent ledger writes into groups (DESIGN.md §5,
 // group commit): requests that arrive within linger of the first one of a
 // group, up to maxEvents events, share one ledger transaction and one Redis
-// projection pipeline; each caller gets its own answers. At most maxGroups
+// projection pipeline; each caller gets its own answers. The linger applies
+// only while another group is in flight: with none, a request commits at once. At most maxGroups
 // groups run at once; while they do, the next group keeps filling, so the
 // group size follows the load.
 //
@@ -91,7 +92,10 @@ func (q *commitQueue) collect() {
 		}
 		full := q.n >= q.maxEvents
 		q.mu.Unlock()
-		if !full && q.linger > 0 {
+		// Linger only while a group is in flight: an idle queue commits at
+		// once (the commit takes longer than the linger, and the next
+		// group fills meanwhile); a busy one waits for companions.
+		if !full && q.linger > 0 && len(q.slots) > 0 {
 			t := time.NewTimer(q.linger)
 			select {
 			case <-t.C:

@@ -21,6 +21,7 @@ type Ledger interface {
 	RecordGroup(ctx context.Context, evs []ledger.GroupEvent) ([]ledger.GroupResult, error)
 	Project(ctx context.Context, ev ledger.Event, r ledger.Rules) (ledger.Outcome, error)
 	MarkProjected(ctx context.Context, eventIDs ...string) error
+	MarkGroupProjected(ctx context.Context, pending int64) error
 	Unprojected(ctx context.Context, olderThan time.Duration, limit int) ([]ledger.Pending, error)
 	Totals(ctx context.Context, family, period, board, afterMember string, limit int) ([]ledger.MemberTotal, error)
 	Total(ctx context.Context, family, period, board, member string) (ledger.MemberTotal, error)
@@ -229,7 +230,7 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan) []BatchItem {
 		}
 	}
 	rs := s.projectGroup(ctx, writes)
-	var projected []string
+	projected := make([]bool, len(plans))
 	for _, i := range committed {
 		p, res := plans[i], results[i].Outcome
 		var werr error
@@ -245,23 +246,56 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan) []BatchItem {
 			out[i].Err = rank.Unavailable(werr, "event %s is in the ledger but its projection failed; retry is safe", p.ev.EventID)
 			continue
 		}
-		projected = append(projected, p.ev.EventID)
+		projected[i] = true
 		out[i].Result = w.answer(p, res)
 	}
-	if len(projected) > 0 {
-		// Off the callers' path: they are answered now. A lost mark is
-		// harmless: the projector projects those events again (versions guard).
-		w.marks.RLock()
-		go func() {
-			defer w.marks.RUnlock()
-			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
-			defer cancel()
-			if err := s.ledger.MarkProjected(mctx, projected...); err != nil {
-				s.log.Warn("marking events projected failed", "events", len(projected), "err", err)
-			}
-		}()
-	}
+	w.mark(ctx, plans, results, projected)
 	return out
+}
+
+// mark notes in the ledger which of a group's events Redis received, off the
+// callers' path (they are answered by then): the group's pending row in one
+// statement when every event it lists was projected, else the projected ids
+// one by one. A lost mark is harmless: the projector projects those events
+// again (versions guard).
+func (w *ledgerWrites) mark(ctx context.Context, plans []*plan, results []ledger.GroupResult, projected []bool) {
+	var pending int64
+	var ids []string
+	whole := true
+	for i, r := range results {
+		switch {
+		case r.Pending != 0 && !projected[i]:
+			whole = false
+		case r.Pending != 0:
+			pending = r.Pending
+		case projected[i] && (r.Outcome.Duplicate || r.Outcome.Changed()):
+			ids = append(ids, plans[i].ev.EventID) // a reversal, or a retry of an event a crash left unprojected
+		}
+	}
+	if !whole {
+		pending = 0
+		for i, r := range results {
+			if r.Pending != 0 && projected[i] {
+				ids = append(ids, plans[i].ev.EventID)
+			}
+		}
+	}
+	if pending == 0 && len(ids) == 0 {
+		return
+	}
+	s := w.s
+	w.marks.RLock()
+	go func() {
+		defer w.marks.RUnlock()
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+		defer cancel()
+		if err := s.ledger.MarkGroupProjected(mctx, pending); err != nil {
+			s.log.Warn("marking a group projected failed", "err", err)
+		}
+		if err := s.ledger.MarkProjected(mctx, ids...); err != nil {
+			s.log.Warn("marking events projected failed", "events", len(ids), "err", err)
+		}
+	}()
 }
 
 // projectGroup sends one group's projections to Redis in one pipelined round
@@ -351,14 +385,14 @@ func (s *Service) ProjectPending(ctx context.Context, olderThan time.Duration) (
 	if err != nil {
 		return 0, ledgerErr(err)
 	}
-	var total int
+	var done []string
 	for _, p := range pending {
 		f, ok := s.families[p.Family]
 		if !ok {
 			continue
 		}
-		if _, err := s.ensurePeriod(ctx, f, p.Period); err != nil {
-			return total, err
+		if _, err = s.ensurePeriod(ctx, f, p.Period); err != nil {
+			break
 		}
 		ws := s.projections(ctx, f, p.Period, p.Member, p.Boards, s.now())
 		ok = true
@@ -369,12 +403,18 @@ func (s *Service) ProjectPending(ctx context.Context, olderThan time.Duration) (
 			}
 		}
 		if ok {
-			if err := s.ledger.MarkProjected(ctx, p.EventID); err != nil {
-				return total, ledgerErr(err)
-			}
-			total++
+			done = append(done, p.EventID)
 		}
 	}
+	// One mark for the run: the marks of the events done so far land even
+	// when a period could not be prepared.
+	if merr := s.ledger.MarkProjected(ctx, done...); merr != nil {
+		return 0, ledgerErr(merr)
+	}
+	if err != nil {
+		return len(done), err
+	}
+	total := len(done)
 	if total > 0 {
 		s.log.Info("re-projected events left unprojected", "events", total)
 	}

@@ -25,6 +25,11 @@ type GroupEvent struct {
 type GroupResult struct {
 	Outcome Outcome
 	Err     error
+	// Pending: the group's pending-projection row that lists this event
+	// (0: nothing for Redis to learn, or not committed). Once every event it
+	// lists is projected, MarkGroupProjected(Pending) drops it in one
+	// statement; MarkProjected of single ids works too.
+	Pending int64
 }
 
 // RecordGroup commits a group of awards and corrections in one transaction
@@ -184,27 +189,13 @@ type group struct {
 	items []groupItem
 	res   []GroupResult
 	base  map[periodKey]int64 // start of each period's seq range (last attempt)
+	// pending: the group's projection_pending row (last attempt; 0: none).
+	pending int64
 }
 
 // run is one attempt of the group's transaction.
 func (g *group) run(ctx context.Context, tx pgx.Tx) error {
-	g.base = map[periodKey]int64{}
-	firstOf := map[string]int{}
-	var ids []string
-	for i := range g.items {
-		it := &g.items[i]
-		it.dupOf, it.inserted, it.applied, it.boards, it.result = -1, false, false, nil, GroupResult{}
-		if it.refused != nil {
-			it.result.Err = it.refused
-			continue
-		}
-		if j, ok := firstOf[it.ev.EventID]; ok {
-			it.dupOf = j
-			continue
-		}
-		firstOf[it.ev.EventID] = i
-		ids = append(ids, it.ev.EventID)
-	}
+	firstOf, ids := g.reset()
 	// 1. The event rows, in id order (a conflict waits for a concurrent
 	// writer of the same id, then answers duplicate); 2. the period rows,
 	// shared, in order: one round trip.
@@ -231,32 +222,8 @@ func (g *group) run(ctx context.Context, tx pgx.Tx) error {
 			return fmt.Errorf("ledger: period %s/%s missing after insert", p.family, p.period)
 		}
 	}
-	var keys []totalsKey
-	seenK := map[totalsKey]bool{}
-	for i := range g.items {
-		it := &g.items[i]
-		if it.dupOf >= 0 || it.refused != nil {
-			continue
-		}
-		if !inserted[it.ev.EventID] {
-			continue // a duplicate of a recorded event
-		}
-		it.inserted = true
-		pk := periodKey{it.ev.Family, it.ev.Period}
-		if st := states[pk]; st != StateOpen {
-			it.result.Err = fmt.Errorf("%w: %s/%s is %s", ErrPeriodClosed, pk.family, pk.period, st)
-			continue
-		}
-		for _, b := range it.ev.Boards {
-			k := totalsKey{it.ev.Family, it.ev.Period, b, it.ev.Member}
-			if !seenK[k] {
-				seenK[k] = true
-				keys = append(keys, k)
-			}
-		}
-	}
 	// 3. The totals rows, locked in one statement, in order.
-	rows, err := lockTotalsRows(ctx, tx, keys)
+	rows, err := lockTotalsRows(ctx, tx, g.totalsKeys(inserted, states))
 	if err != nil {
 		return err
 	}
@@ -279,6 +246,63 @@ func (g *group) run(ctx context.Context, tx pgx.Tx) error {
 		return err
 	}
 	// 7. The answers of duplicates: the member's totals after the group.
+	return g.answerDuplicates(ctx, tx)
+}
+
+// reset starts an attempt: it clears the items' per-attempt state and
+// returns the first item of each id and the ids, in the group's order.
+func (g *group) reset() (map[string]int, []string) {
+	g.base, g.pending = map[periodKey]int64{}, 0
+	firstOf := map[string]int{}
+	var ids []string
+	for i := range g.items {
+		it := &g.items[i]
+		it.dupOf, it.inserted, it.applied, it.boards, it.result = -1, false, false, nil, GroupResult{}
+		if it.refused != nil {
+			it.result.Err = it.refused
+			continue
+		}
+		if j, ok := firstOf[it.ev.EventID]; ok {
+			it.dupOf = j
+			continue
+		}
+		firstOf[it.ev.EventID] = i
+		ids = append(ids, it.ev.EventID)
+	}
+	return firstOf, ids
+}
+
+// totalsKeys marks the items whose event row this attempt inserted, refuses
+// those of a period that is not open, and returns the totals rows the others
+// touch.
+func (g *group) totalsKeys(inserted map[string]bool, states map[periodKey]string) []totalsKey {
+	var keys []totalsKey
+	seenK := map[totalsKey]bool{}
+	for i := range g.items {
+		it := &g.items[i]
+		if it.dupOf >= 0 || it.refused != nil || !inserted[it.ev.EventID] {
+			continue // refused, or a duplicate of a recorded event
+		}
+		it.inserted = true
+		pk := periodKey{it.ev.Family, it.ev.Period}
+		if st := states[pk]; st != StateOpen {
+			it.result.Err = fmt.Errorf("%w: %s/%s is %s", ErrPeriodClosed, pk.family, pk.period, st)
+			continue
+		}
+		for _, b := range it.ev.Boards {
+			k := totalsKey{it.ev.Family, it.ev.Period, b, it.ev.Member}
+			if !seenK[k] {
+				seenK[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}
+
+// answerDuplicates answers the duplicates (of a recorded event, or of an
+// earlier item of the group) with the member's totals after the group.
+func (g *group) answerDuplicates(ctx context.Context, tx pgx.Tx) error {
 	for i := range g.items {
 		it := &g.items[i]
 		switch {
@@ -330,9 +354,11 @@ func (g *group) queueInsertEvents(b *pgx.Batch, ids []string, firstOf map[string
 		operators[j], reasons[j], rules[j] = ev.Operator, ev.Reason, ev.RulesVersion
 		deltas[j], values[j], received[j], occurred[j] = ev.Delta, ev.Value, ev.ReceivedAt, ev.OccurredAt
 	}
+	// Inserted marked projected: what Redis must learn is listed in the
+	// group's projection_pending row (see write).
 	b.Queue(`INSERT INTO events (event_id, kind, family, period, member, dims, delta, value,
-			operator, reason, rules_version, received_at, occurred_at)
-		SELECT id, kind, family, period, member, dims::jsonb, delta, value, operator, reason, rules_version, received_at, occurred_at
+			operator, reason, rules_version, received_at, occurred_at, projected)
+		SELECT id, kind, family, period, member, dims::jsonb, delta, value, operator, reason, rules_version, received_at, occurred_at, true
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
 			$9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[]) WITH ORDINALITY
 			AS u(id, kind, family, period, member, dims, delta, value, operator, reason, rules_version, received_at, occurred_at, n)
@@ -574,7 +600,7 @@ func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow, ne
 		ebApplied, ebTotal, ebVer []int64
 		ebChanged, ebPresent      []bool
 		ebSeqB, ebSeqA            seqCols
-		drop, unchanged           []string
+		drop, moved               []string
 	)
 	for i := range g.items {
 		it := &g.items[i]
@@ -585,10 +611,10 @@ func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow, ne
 			drop = append(drop, it.ev.EventID)
 			continue
 		}
-		moved := false
+		anyChanged := false
 		for _, gb := range it.boards {
 			if gb.changed {
-				changed[gb.key], moved = true, true
+				changed[gb.key], anyChanged = true, true
 			}
 			ebID, ebBoard = append(ebID, it.ev.EventID), append(ebBoard, gb.key.board)
 			ebApplied, ebChanged = append(ebApplied, gb.applied), append(ebChanged, gb.changed)
@@ -596,8 +622,8 @@ func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow, ne
 			ebSeqA.add(gb.next, true, need)
 			ebTotal, ebPresent, ebVer = append(ebTotal, gb.next.row.points), append(ebPresent, gb.next.row.present), append(ebVer, gb.next.row.version)
 		}
-		if !moved {
-			unchanged = append(unchanged, it.ev.EventID) // nothing for Redis to learn
+		if anyChanged {
+			moved = append(moved, it.ev.EventID) // else nothing for Redis to learn
 		}
 	}
 	if len(drop) > 0 {
@@ -642,8 +668,10 @@ func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow, ne
 			ebID, ebBoard, ebApplied, ebChanged, ebTotal, ebPresent, ebVer,
 			ebSeqB.fam, ebSeqB.per, ebSeqB.k, ebSeqB.need, ebSeqB.seq, ebSeqA.fam, ebSeqA.per, ebSeqA.k, ebSeqA.need, ebSeqA.seq)
 	}
-	if len(unchanged) > 0 {
-		b.Queue(`UPDATE events SET projected = true WHERE event_id = ANY($1)`, unchanged)
+	if len(moved) > 0 {
+		b.Queue(`INSERT INTO projection_pending (event_ids) VALUES ($1) RETURNING id`, moved).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&g.pending)
+		})
 	}
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -664,6 +692,9 @@ func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow, ne
 				Seq: gb.next.seq(g.base), Present: gb.next.row.present, Changed: gb.changed}
 		}
 		it.result = GroupResult{Outcome: out}
+		if out.Changed() {
+			it.result.Pending = g.pending
+		}
 	}
 	return nil
 }

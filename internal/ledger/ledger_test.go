@@ -1633,3 +1633,95 @@ func BenchmarkRecordGroup(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "events/s")
 }
+
+// A group's events wait for Redis in one pending row: the group's moved
+// events share it (an unimproved max event, a duplicate and a refused one are
+// not listed), MarkProjected of some ids shrinks it, MarkGroupProjected drops
+// it, and a crash before either leaves the events to Unprojected.
+func TestGroupPendingProjection(t *testing.T) {
+	t.Parallel()
+	l := openTest(t)
+	ctx := t.Context()
+	if _, err := l.Record(ctx, valEv("seed", "gp", "u1", 10), maxTie); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MarkProjected(ctx, "gp.seed"); err != nil {
+		t.Fatal(err)
+	}
+	closed := valEv("late", "gp", "u9", 1)
+	closed.Period = "2026-W01"
+	if _, err := l.Freeze(ctx, "gp", "2026-W01"); err != nil {
+		t.Fatal(err)
+	}
+	evs := []Event{
+		valEv("a", "gp", "u1", 20),
+		valEv("b", "gp", "u1", 5), // not an improvement: nothing to project
+		valEv("seed", "gp", "u1", 10),
+		closed,
+		valEv("c", "gp", "u2", 7, "national", "province:zj"),
+		valEv("d", "gp", "u3", 1),
+	}
+	items := make([]GroupEvent, len(evs))
+	for i, ev := range evs {
+		items[i] = GroupEvent{Event: ev, Rules: maxTie}
+	}
+	res, err := l.RecordGroup(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res[0].Pending
+	if p == 0 {
+		t.Fatalf("a moved u1 but lists no pending row: %+v", res[0])
+	}
+	for i, want := range []int64{p, 0, 0, 0, p, p} {
+		if res[i].Pending != want {
+			t.Errorf("%s: pending %d, want %d (%+v)", evs[i].EventID, res[i].Pending, want, res[i])
+		}
+	}
+	if n := queryInt(t, l, `SELECT count(*) FROM projection_pending`); n != 1 {
+		t.Errorf("%d pending rows, want one for the group", n)
+	}
+	if n := queryInt(t, l, `SELECT count(*) FROM events WHERE NOT projected`); n != 0 {
+		t.Errorf("%d events flagged unprojected: a group's events wait in its pending row", n)
+	}
+	ids := func() []string {
+		ps, err := l.Unprojected(ctx, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.EventID)
+		}
+		return out
+	}
+	if got, want := ids(), []string{"gp.a", "gp.c", "gp.d"}; !slices.Equal(got, want) {
+		t.Fatalf("unprojected = %v, want %v (a crash before the marks)", got, want)
+	}
+	if err := l.MarkProjected(ctx, "gp.c", "gp.unknown"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(), []string{"gp.a", "gp.d"}; !slices.Equal(got, want) {
+		t.Errorf("after marking c: %v, want %v", got, want)
+	}
+	if err := l.MarkGroupProjected(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); len(got) != 0 {
+		t.Errorf("after the group's mark: %v, want none", got)
+	}
+	if n := queryInt(t, l, `SELECT count(*) FROM projection_pending`); n != 0 {
+		t.Errorf("%d pending rows left", n)
+	}
+	// Marking the last listed ids one by one drops the row too.
+	res, err = l.RecordGroup(ctx, []GroupEvent{{Event: valEv("e", "gp", "u4", 3), Rules: maxTie}, {Event: valEv("f", "gp", "u5", 4), Rules: maxTie}})
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("second group: %+v, %v", res, err)
+	}
+	if err := l.MarkProjected(ctx, "gp.e", "gp.f"); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, l, `SELECT count(*) FROM projection_pending`); n != 0 || len(ids()) != 0 {
+		t.Errorf("after marking every id: %d pending rows, unprojected %v", n, ids())
+	}
+}

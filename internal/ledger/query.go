@@ -67,25 +67,24 @@ func (l *Ledger) Total(ctx context.Context, family, period, board, member string
 	return t, nil
 }
 
-// MarkProjected notes that Redis received the totals after these events.
-// Unknown ids are ignored. The mark is a hint for the projector, not
-// evidence: its transaction commits without waiting for the flush
-// (synchronous_commit off for this transaction only), so a group commit costs
-// one flush, not two; a mark lost in a crash only makes the projector project
-// those events again (versions guard).
+// MarkProjected notes that Redis received the totals after these events:
+// their flag (reversals, projections) and their ids in the pending rows of
+// groups (a row goes once it lists none). Unknown ids are ignored. The mark
+// is a hint for the projector, not evidence: its transaction commits without
+// waiting for the flush (synchronous_commit off for this transaction only),
+// so a group commit costs one flush, not two; a mark lost in a crash only
+// makes the projector project those events again (versions guard).
 func (l *Ledger) MarkProjected(ctx context.Context, eventIDs ...string) error {
 	if len(eventIDs) == 0 {
 		return nil
 	}
 	ids := slices.Clone(eventIDs)
 	slices.Sort(ids)
-	err := l.withConn(ctx, func(c *pgx.Conn) error {
-		b := &pgx.Batch{}
-		b.Queue(`BEGIN`)
-		b.Queue(`SET LOCAL synchronous_commit = off`)
+	err := l.asyncTx(ctx, func(b *pgx.Batch) {
 		b.Queue(`UPDATE events SET projected = true WHERE event_id = ANY($1) AND NOT projected`, ids)
-		b.Queue(`COMMIT`)
-		return c.SendBatch(ctx, b).Close()
+		b.Queue(`UPDATE projection_pending SET event_ids = ARRAY(SELECT id FROM unnest(event_ids) AS u(id) WHERE id <> ALL($1))
+			WHERE event_ids && $1::text[]`, ids)
+		b.Queue(`DELETE FROM projection_pending WHERE cardinality(event_ids) = 0`)
 	})
 	if err != nil {
 		return fmt.Errorf("ledger: marking %d events projected: %w", len(eventIDs), err)
@@ -93,16 +92,52 @@ func (l *Ledger) MarkProjected(ctx context.Context, eventIDs ...string) error {
 	return nil
 }
 
+// MarkGroupProjected notes that Redis received the totals after every event
+// a group's pending row lists (GroupResult.Pending): one statement for the
+// group, committed like MarkProjected's.
+func (l *Ledger) MarkGroupProjected(ctx context.Context, pending int64) error {
+	if pending == 0 {
+		return nil
+	}
+	if err := l.asyncTx(ctx, func(b *pgx.Batch) {
+		b.Queue(`DELETE FROM projection_pending WHERE id = $1`, pending)
+	}); err != nil {
+		return fmt.Errorf("ledger: marking group %d projected: %w", pending, err)
+	}
+	return nil
+}
+
+// asyncTx runs the statements fill queues in one transaction that commits
+// without waiting for the flush, in one round trip: for hints only.
+func (l *Ledger) asyncTx(ctx context.Context, fill func(b *pgx.Batch)) error {
+	return l.withConn(ctx, func(c *pgx.Conn) error {
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		b.Queue(`SET LOCAL synchronous_commit = off`)
+		fill(b)
+		b.Queue(`COMMIT`)
+		return c.SendBatch(ctx, b).Close()
+	})
+}
+
 // Unprojected returns up to limit events recorded at least olderThan ago (by
-// the database's clock) that Redis may not have seen, oldest first, each with
-// the member's current totals on its boards: what a projector re-projects
-// (then MarkProjected). Projecting current totals with their versions is
+// the database's clock) that Redis may not have seen (not marked projected,
+// or listed in a group's pending row), oldest first, each with the member's
+// current totals on its boards: what a projector re-projects (then
+// MarkProjected). Projecting current totals with their versions is
 // idempotent, so an event projected twice does no harm.
 func (l *Ledger) Unprojected(ctx context.Context, olderThan time.Duration, limit int) ([]Pending, error) {
 	var out []Pending
 	err := l.withConn(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT event_id, kind, family, period, member FROM events
-			WHERE NOT projected AND recorded_at <= now() - $1::bigint * interval '1 microsecond'
+		rows, err := c.Query(ctx, `SELECT event_id, kind, family, period, member FROM (
+				SELECT event_id, kind, family, period, member, recorded_at FROM events
+				WHERE NOT projected AND recorded_at <= now() - $1::bigint * interval '1 microsecond'
+				UNION ALL
+				SELECT e.event_id, e.kind, e.family, e.period, e.member, p.recorded_at
+				FROM projection_pending p CROSS JOIN unnest(p.event_ids) AS u(id)
+				JOIN events e ON e.event_id = u.id
+				WHERE p.recorded_at <= now() - $1::bigint * interval '1 microsecond'
+			) AS x
 			ORDER BY recorded_at, event_id LIMIT $2`, olderThan.Microseconds(), pageLimit(limit, 100))
 		if err != nil {
 			return err
