@@ -589,85 +589,16 @@ func seqExpr(p string) string {
 }
 
 // write takes the seq ranges and stores the totals the group left, what each
-// event did to each board, and drops the rows of refused events, in one round
-// trip; then fills the answers.
+// event did to each board, the group's pending-projection row, and drops the
+// rows of refused events, in one round trip; then fills the answers.
 func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow, need map[periodKey]int) error {
 	b := &pgx.Batch{}
 	g.queueSeqRanges(b, need)
-	changed := map[totalsKey]bool{}
-	var (
-		ebID, ebBoard             []string
-		ebApplied, ebTotal, ebVer []int64
-		ebChanged, ebPresent      []bool
-		ebSeqB, ebSeqA            seqCols
-		drop, moved               []string
-	)
-	for i := range g.items {
-		it := &g.items[i]
-		if !it.inserted {
-			continue
-		}
-		if !it.applied {
-			drop = append(drop, it.ev.EventID)
-			continue
-		}
-		anyChanged := false
-		for _, gb := range it.boards {
-			if gb.changed {
-				changed[gb.key], anyChanged = true, true
-			}
-			ebID, ebBoard = append(ebID, it.ev.EventID), append(ebBoard, gb.key.board)
-			ebApplied, ebChanged = append(ebApplied, gb.applied), append(ebChanged, gb.changed)
-			ebSeqB.add(gb.cur, true, need)
-			ebSeqA.add(gb.next, true, need)
-			ebTotal, ebPresent, ebVer = append(ebTotal, gb.next.row.points), append(ebPresent, gb.next.row.present), append(ebVer, gb.next.row.version)
-		}
-		if anyChanged {
-			moved = append(moved, it.ev.EventID) // else nothing for Redis to learn
-		}
-	}
+	changed, drop, moved := g.queueEventBoards(b, need)
 	if len(drop) > 0 {
 		b.Queue(`DELETE FROM events WHERE event_id = ANY($1)`, drop)
 	}
-	if len(changed) > 0 {
-		keys := make([]totalsKey, 0, len(changed))
-		for k := range changed {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, totalsKey.less)
-		n := len(keys)
-		bs, ms := make([]string, n), make([]string, n)
-		pts, vers, lives := make([]int64, n), make([]int64, n), make([]int64, n)
-		pres := make([]bool, n)
-		var seqs seqCols
-		for i, k := range keys {
-			r := cur[k]
-			bs[i], ms[i] = k.board, k.member
-			pts[i], vers[i], lives[i], pres[i] = r.row.points, r.row.version, r.row.live, r.row.present
-			seqs.add(r, false, need)
-		}
-		// An upsert of rows this transaction holds: one index probe per row
-		// whatever the size of the table (an UPDATE … FROM may be planned as
-		// a join over the whole table).
-		b.Queue(`INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live)
-			SELECT sfam, sper, board, member, points, version, `+seqExpr("s")+`, present, live
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::bigint[],
-				$9::bigint[], $10::bigint[], $11::bigint[])
-				AS u(sfam, sper, board, member, points, version, present, live, sk, sneed, sseq)
-			ON CONFLICT (family, period, board, member) DO UPDATE SET points = EXCLUDED.points, version = EXCLUDED.version,
-				seq = EXCLUDED.seq, present = EXCLUDED.present, live = EXCLUDED.live, updated_at = now()`,
-			seqs.fam, seqs.per, bs, ms, pts, vers, pres, lives, seqs.k, seqs.need, seqs.seq)
-	}
-	if len(ebID) > 0 {
-		b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after)
-			SELECT id, board, applied, changed, `+seqExpr("b")+`, `+seqExpr("a")+`, total, present, version
-			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::boolean[], $5::bigint[], $6::boolean[], $7::bigint[],
-				$8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[],
-				$13::text[], $14::text[], $15::bigint[], $16::bigint[], $17::bigint[])
-				AS u(id, board, applied, changed, total, present, version, bfam, bper, bk, bneed, bseq, afam, aper, ak, aneed, aseq)`,
-			ebID, ebBoard, ebApplied, ebChanged, ebTotal, ebPresent, ebVer,
-			ebSeqB.fam, ebSeqB.per, ebSeqB.k, ebSeqB.need, ebSeqB.seq, ebSeqA.fam, ebSeqA.per, ebSeqA.k, ebSeqA.need, ebSeqA.seq)
-	}
+	queueTotals(b, cur, changed, need)
 	if len(moved) > 0 {
 		b.Queue(`INSERT INTO projection_pending (event_ids) VALUES ($1) RETURNING id`, moved).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&g.pending)
@@ -697,4 +628,86 @@ func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow, ne
 		}
 	}
 	return nil
+}
+
+// queueEventBoards queues what each applied event did to each board and
+// returns the totals rows the group changed, the inserted events to drop
+// (refused) and those whose totals Redis must learn.
+func (g *group) queueEventBoards(b *pgx.Batch, need map[periodKey]int) (changed map[totalsKey]bool, drop, moved []string) {
+	changed = map[totalsKey]bool{}
+	var (
+		ebID, ebBoard             []string
+		ebApplied, ebTotal, ebVer []int64
+		ebChanged, ebPresent      []bool
+		ebSeqB, ebSeqA            seqCols
+	)
+	for i := range g.items {
+		it := &g.items[i]
+		if !it.inserted {
+			continue
+		}
+		if !it.applied {
+			drop = append(drop, it.ev.EventID)
+			continue
+		}
+		anyChanged := false
+		for _, gb := range it.boards {
+			if gb.changed {
+				changed[gb.key], anyChanged = true, true
+			}
+			ebID, ebBoard = append(ebID, it.ev.EventID), append(ebBoard, gb.key.board)
+			ebApplied, ebChanged = append(ebApplied, gb.applied), append(ebChanged, gb.changed)
+			ebSeqB.add(gb.cur, true, need)
+			ebSeqA.add(gb.next, true, need)
+			ebTotal, ebPresent, ebVer = append(ebTotal, gb.next.row.points), append(ebPresent, gb.next.row.present), append(ebVer, gb.next.row.version)
+		}
+		if anyChanged {
+			moved = append(moved, it.ev.EventID) // else nothing for Redis to learn
+		}
+	}
+	if len(ebID) > 0 {
+		b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after)
+			SELECT id, board, applied, changed, `+seqExpr("b")+`, `+seqExpr("a")+`, total, present, version
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::boolean[], $5::bigint[], $6::boolean[], $7::bigint[],
+				$8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[],
+				$13::text[], $14::text[], $15::bigint[], $16::bigint[], $17::bigint[])
+				AS u(id, board, applied, changed, total, present, version, bfam, bper, bk, bneed, bseq, afam, aper, ak, aneed, aseq)`,
+			ebID, ebBoard, ebApplied, ebChanged, ebTotal, ebPresent, ebVer,
+			ebSeqB.fam, ebSeqB.per, ebSeqB.k, ebSeqB.need, ebSeqB.seq, ebSeqA.fam, ebSeqA.per, ebSeqA.k, ebSeqA.need, ebSeqA.seq)
+	}
+	return changed, drop, moved
+}
+
+// queueTotals queues the upsert of the totals rows the group changed (rows
+// this transaction holds), in key order.
+func queueTotals(b *pgx.Batch, cur map[totalsKey]gRow, changed map[totalsKey]bool, need map[periodKey]int) {
+	if len(changed) == 0 {
+		return
+	}
+	keys := make([]totalsKey, 0, len(changed))
+	for k := range changed {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, totalsKey.less)
+	n := len(keys)
+	bs, ms := make([]string, n), make([]string, n)
+	pts, vers, lives := make([]int64, n), make([]int64, n), make([]int64, n)
+	pres := make([]bool, n)
+	var seqs seqCols
+	for i, k := range keys {
+		r := cur[k]
+		bs[i], ms[i] = k.board, k.member
+		pts[i], vers[i], lives[i], pres[i] = r.row.points, r.row.version, r.row.live, r.row.present
+		seqs.add(r, false, need)
+	}
+	// An upsert: one index probe per row whatever the size of the table (an
+	// UPDATE … FROM may be planned as a join over the whole table).
+	b.Queue(`INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live)
+		SELECT sfam, sper, board, member, points, version, `+seqExpr("s")+`, present, live
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::bigint[],
+			$9::bigint[], $10::bigint[], $11::bigint[])
+			AS u(sfam, sper, board, member, points, version, present, live, sk, sneed, sseq)
+		ON CONFLICT (family, period, board, member) DO UPDATE SET points = EXCLUDED.points, version = EXCLUDED.version,
+			seq = EXCLUDED.seq, present = EXCLUDED.present, live = EXCLUDED.live, updated_at = now()`,
+		seqs.fam, seqs.per, bs, ms, pts, vers, pres, lives, seqs.k, seqs.need, seqs.seq)
 }

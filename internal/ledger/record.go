@@ -368,22 +368,9 @@ func (w *writer) reverse(ctx context.Context) (Outcome, error) {
 	if err := w.checkOpen(ctx); err != nil {
 		return Outcome{}, err
 	}
-	rows, err := w.tx.Query(ctx, `SELECT board, applied, changed, seq_before, seq_after, total_after
-		FROM event_boards WHERE event_id = $1 ORDER BY board`, ev.Reverses)
+	orig, origBoards, err := readOrigBoards(ctx, w.tx, ev.Reverses)
 	if err != nil {
 		return Outcome{}, err
-	}
-	orig := map[string]origBoard{}
-	var origBoards []string
-	var b string
-	var o origBoard
-	_, err = pgx.ForEachRow(rows, []any{&b, &o.applied, &o.changed, &o.seqBefore, &o.seqAfter, &o.totalAfter}, func() error {
-		orig[b] = o
-		origBoards = append(origBoards, b)
-		return nil
-	})
-	if err != nil {
-		return Outcome{}, fmt.Errorf("ledger: reading the boards of %s: %w", ev.Reverses, err)
 	}
 	// The answer covers the boards named (all of the original's when none
 	// are); the reversal applies to those the original touched.
@@ -430,9 +417,37 @@ func (w *writer) reverse(ctx context.Context) (Outcome, error) {
 	if err != nil || len(unknown) == 0 {
 		return out, err
 	}
-	// Boards named that the original never touched: their current totals,
-	// unchanged, in the order named.
-	cur, err := currentTotals(ctx, w.tx, ev.Family, ev.Period, ev.Member, unknown)
+	return w.withUntouched(ctx, out, named, unknown)
+}
+
+// readOrigBoards reads what the original of a reversal did to each board, and
+// its boards in order.
+func readOrigBoards(ctx context.Context, q querier, id string) (map[string]origBoard, []string, error) {
+	rows, err := q.Query(ctx, `SELECT board, applied, changed, seq_before, seq_after, total_after
+		FROM event_boards WHERE event_id = $1 ORDER BY board`, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	orig := map[string]origBoard{}
+	var boards []string
+	var b string
+	var o origBoard
+	_, err = pgx.ForEachRow(rows, []any{&b, &o.applied, &o.changed, &o.seqBefore, &o.seqAfter, &o.totalAfter}, func() error {
+		orig[b] = o
+		boards = append(boards, b)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("ledger: reading the boards of %s: %w", id, err)
+	}
+	return orig, boards, nil
+}
+
+// withUntouched adds to a reversal's outcome the boards named that the
+// original never touched (their current totals, unchanged), every board in
+// the order named.
+func (w *writer) withUntouched(ctx context.Context, out Outcome, named, unknown []string) (Outcome, error) {
+	cur, err := currentTotals(ctx, w.tx, w.ev.Family, w.ev.Period, w.ev.Member, unknown)
 	if err != nil {
 		return Outcome{}, err
 	}
