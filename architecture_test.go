@@ -95,3 +95,74 @@ func TestEveryPackageHasADoc(t *testing.T) {
 		}
 	}
 }
+
+// forbidden turns the "must not import" column of docs/architecture.md into
+// import-path rules: a predicate per named thing. Words it does not know are
+// left to the reader.
+func forbidden(col string) map[string]func(string) bool {
+	const mod = "github.com/rankgate/rankgate/"
+	rules := map[string]func(string) bool{}
+	col, _, _ = strings.Cut(col, ";") // "…; plan must not import it" speaks of another package
+	for _, w := range strings.Split(col, ",") {
+		switch w = strings.TrimSpace(w); w {
+		case "Redis", "go-redis":
+			rules[w] = func(p string) bool { return strings.HasPrefix(p, "github.com/redis/go-redis") }
+		case "HTTP", "net/http":
+			rules[w] = func(p string) bool { return p == "net/http" }
+		case "any rankgate package", "rankgate packages":
+			rules[w] = func(p string) bool { return strings.HasPrefix(p, mod) }
+		case "anything but the standard library", "everything but the standard library":
+			rules[w] = func(p string) bool { first, _, _ := strings.Cut(p, "/"); return strings.Contains(first, ".") }
+		case "gateway", "httpapi", "store", "ledger", "cache":
+			pkg := mod + "internal/" + w
+			rules[w] = func(p string) bool { return p == pkg }
+		}
+	}
+	return rules
+}
+
+// TestPackagesKeepTheirImportRules: no non-test file of a package imports what
+// its row in docs/architecture.md says it must not (go-redis outside store,
+// net/http in the gateway, …).
+func TestPackagesKeepTheirImportRules(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `([^`]+)` \\|[^|]*\\|([^|]*)\\|").FindAllSubmatch(doc, -1)
+	checked := 0
+	for _, row := range rows {
+		dir, rules := string(row[1]), forbidden(string(row[2]))
+		if len(rules) == 0 {
+			continue
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Errorf("docs/architecture.md names %s: %v", dir, err)
+			continue
+		}
+		for _, e := range entries {
+			if name := e.Name(); e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, e.Name()), nil, parser.ImportsOnly)
+			if err != nil {
+				t.Errorf("%s: %v", dir, err)
+				continue
+			}
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				for word, bad := range rules {
+					if bad(p) {
+						t.Errorf("%s/%s imports %s, but docs/architecture.md says %s must not import %s", dir, e.Name(), p, dir, word)
+					}
+				}
+			}
+		}
+		checked++
+	}
+	if checked < 20 {
+		t.Fatalf("only %d packages had import rules to check: has the table's layout changed?", checked)
+	}
+}

@@ -271,8 +271,8 @@ func (b *Baseline) events(ctx context.Context, op *Op) error {
 			return r.Err
 		}
 		switch r.Status {
-		case "closed", "range":
-			return errStatus(r.Status)
+		case store.StatusClosed, store.StatusRange:
+			return errStatus(string(r.Status))
 		}
 	}
 	return nil

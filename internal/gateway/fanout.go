@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -120,7 +119,7 @@ func writeUnavailable(err error, format string, args ...any) error {
 	if errors.Is(err, store.ErrNotReplicated) {
 		return rank.Unavailable(err, "not replicated yet; retrying with the same event id is safe")
 	}
-	if err != nil && strings.Contains(err.Error(), "OOM command not allowed") {
+	if errors.Is(err, store.ErrOOM) {
 		return rank.Unavailable(err, "Redis is out of memory (maxmemory reached, noeviction): writes are refused until memory is freed or added")
 	}
 	return rank.Unavailable(err, format, args...)

@@ -4,7 +4,10 @@
 // builds no keys (internal/shard does).
 //
 // It imports internal/store, shard, merge, cache, config, period, rank and
-// ledger; it must not import net/http or internal/httpapi.
+// ledger; it must not import net/http, internal/httpapi or go-redis: Redis
+// stays inside internal/store, which answers typed results (store.LateEvent),
+// typed script statuses (store.WriteStatus) and sentinel errors
+// (store.ErrOOM, store.ErrNotReplicated).
 package gateway
 
 import (
@@ -15,7 +18,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/cache"
 
@@ -58,7 +60,7 @@ type Backend interface {
 	Derive(ctx context.Context, dst string, inputs []string, weights []int64, aggregate string) (int64, error)
 	Rebuild(ctx context.Context, k shard.Keys, entries []store.RebuildEntry) (int64, error)
 	ShardMembers(ctx context.Context, key string, cursor uint64, count int64) ([]string, []int64, uint64, error)
-	LateEvents(ctx context.Context, pk shard.PeriodKeys, count int64) ([]redis.XMessage, error)
+	LateEvents(ctx context.Context, pk shard.PeriodKeys, count int64) ([]store.LateEvent, error)
 	Snapshot(ctx context.Context, src, dst, marker string, depth int, ttl time.Duration) (int64, error)
 	Boards(ctx context.Context, pk shard.PeriodKeys) ([]string, error)
 	Card(ctx context.Context, key string, replica bool) (int64, error)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/rankgate/rankgate/internal/rank"
@@ -241,17 +240,8 @@ func (s *Service) Reviews(ctx context.Context, familyName, periodID string, limi
 		return ReviewList{}, rank.Unavailable(err, "reading reviews")
 	}
 	for _, m := range msgs {
-		r := Review{ID: m.ID, Family: f.cfg.Name, Period: p.ID, Status: "pending"}
-		r.Reason, _ = m.Values["reason"].(string)
-		if ev, ok := m.Values["event"].(string); ok {
-			r.Event = json.RawMessage(ev)
-		}
-		if ms, ok := m.Values["received_ms"].(string); ok {
-			if v, err := strconv.ParseInt(ms, 10, 64); err == nil {
-				r.ReceivedAt = time.UnixMilli(v).UTC()
-			}
-		}
-		out.Reviews = append(out.Reviews, r)
+		out.Reviews = append(out.Reviews, Review{ID: m.ID, Family: f.cfg.Name, Period: p.ID, Status: "pending",
+			Reason: m.Reason, Event: m.Event, ReceivedAt: m.ReceivedAt})
 	}
 	return out, nil
 }

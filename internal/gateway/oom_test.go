@@ -17,7 +17,8 @@ func TestWriteUnavailableNamesTheCause(t *testing.T) {
 		err   error
 		want  string
 	}{
-		{"OOM", errors.New("OOM command not allowed when used memory > 'maxmemory'."), "out of memory"},
+		{"OOM", fmt.Errorf("incrby: %w", store.ErrOOM), "out of memory"},
+		{"OOM text without the sentinel", errors.New("OOM command not allowed when used memory > 'maxmemory'."), "taking achievement numbers"},
 		{"other", errors.New("i/o timeout"), "taking achievement numbers"},
 		{"not replicated", fmt.Errorf("apply script on f:all:0: %w", store.ErrNotReplicated), "not replicated yet; retrying with the same event id is safe"},
 	}

@@ -391,8 +391,9 @@ func (s *Service) recordLate(ctx context.Context, plans []plan, now time.Time) {
 			_, err = s.ledger.AddReview(ctx, ledger.Review{Family: p.fam.cfg.Name, Period: p.period.ID, EventID: p.ev.EventID,
 				Event: body, Reason: p.late, ReceivedAt: now})
 		} else {
+			body, _ := json.Marshal(p.ev)
 			_, err = s.be.RecordLate(ctx, s.layout.Period(p.fam.cfg.Name, p.period.ID),
-				store.LateEvent{Reason: p.late, Event: p.ev, AtMs: now.UnixMilli()})
+				store.LateEvent{Reason: p.late, Event: body, ReceivedAt: now})
 		}
 		if err != nil {
 			s.log.Error("keeping a late event for review failed", "family", p.fam.cfg.Name, "period", p.period.ID,
@@ -421,25 +422,25 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 			bp.Points = p.fam.enc.PointsOf(*r.After)
 		}
 		switch r.Status {
-		case "ok", "same":
+		case store.StatusOK, store.StatusSame:
 			res.Duplicate = false
 			if p.ev.Reverses == "" && p.fam.agg != "sum" {
-				imp := r.Status == "ok"
+				imp := r.Status == store.StatusOK
 				bp.Improved = &imp
 				sawImprove, improvedAny = true, improvedAny || imp
 			}
 			s.logApplied(p, b, r)
-		case "dup":
+		case store.StatusDup:
 			s.m.dedupe.WithLabelValues(p.fam.cfg.Name).Inc()
-		case "closed":
+		case store.StatusClosed:
 			closed++
-		case "unknown":
+		case store.StatusUnknown:
 			unknown++
-		case "reversed":
+		case store.StatusReversed:
 			reversed++
-		case "notreversible":
+		case store.StatusNotReversible:
 			notReversible++
-		case "range":
+		case store.StatusRange:
 			outOfRange++
 		}
 		res.Boards[j] = bp
@@ -490,7 +491,7 @@ func (s *Service) logApplied(p *plan, b shard.Board, r store.WriteResult) {
 	case p.ev.Delta != nil:
 		attrs = append(attrs, "delta", *p.ev.Delta)
 	case p.ev.Value != nil:
-		attrs = append(attrs, "value", *p.ev.Value, "improved", r.Status == "ok")
+		attrs = append(attrs, "value", *p.ev.Value, "improved", r.Status == store.StatusOK)
 	}
 	s.log.Info("event applied", attrs...)
 }
@@ -556,17 +557,17 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 		out.Points = f.enc.PointsOf(*r.After)
 	}
 	switch r.Status {
-	case "ok":
+	case store.StatusOK:
 		out.Applied, out.Version = true, r.Version
 		s.m.events.WithLabelValues(f.cfg.Name, "projected").Inc()
 		s.log.Info("projection applied", "family", f.cfg.Name, "period", b.period.ID, "board", b.name(), "member", user,
 			"version", pr.Version, "points", pr.Points, "rules_version", f.cfg.RulesVersion)
-	case "stale":
+	case store.StatusStale:
 		out.CurrentVersion = r.Version
 		s.m.events.WithLabelValues(f.cfg.Name, "stale").Inc()
-	case "closed":
+	case store.StatusClosed:
 		return ProjectionResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is frozen", b.period.ID, f.cfg.Name)
-	case "range":
+	case store.StatusRange:
 		return ProjectionResult{}, &rank.Error{Code: rank.CodeOutOfRange, Field: "points", Message: "points or achievement number out of range"}
 	default:
 		return ProjectionResult{}, rank.Unavailable(nil, "unexpected projection status %q", r.Status)

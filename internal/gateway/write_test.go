@@ -173,7 +173,7 @@ func boardRef(fam, period, d string) BoardRef {
 	return BoardRef{Family: fam, Period: period, Dimension: d}
 }
 
-func lateEvents(t *testing.T, svc *Service, fam, periodID string) []map[string]any {
+func lateEvents(t *testing.T, svc *Service, fam, periodID string) []store.LateEvent {
 	t.Helper()
 	st, ok := svc.be.(*store.Store)
 	if !ok {
@@ -183,11 +183,7 @@ func lateEvents(t *testing.T, svc *Service, fam, periodID string) []map[string]a
 	if err != nil {
 		t.Fatalf("late events: %v", err)
 	}
-	out := make([]map[string]any, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.Values
-	}
-	return out
+	return msgs
 }
 
 // wantLate checks that the review stream holds exactly the events ids, each
@@ -200,18 +196,17 @@ func wantLate(t *testing.T, svc *Service, fam, periodID, reason string, ids ...s
 	}
 	out := make([]Event, len(vals))
 	for i, v := range vals {
-		if v["reason"] != reason {
-			t.Fatalf("review entry %d reason = %v, want %q", i, v["reason"], reason)
+		if v.Reason != reason {
+			t.Fatalf("review entry %d reason = %v, want %q", i, v.Reason, reason)
 		}
-		body, _ := v["event"].(string)
-		if err := json.Unmarshal([]byte(body), &out[i]); err != nil {
-			t.Fatalf("review entry %d event %q: %v", i, body, err)
+		if err := json.Unmarshal(v.Event, &out[i]); err != nil {
+			t.Fatalf("review entry %d event %q: %v", i, v.Event, err)
 		}
 		if out[i].EventID != ids[i] || out[i].Family != fam {
 			t.Fatalf("review entry %d = %+v, want event %s of %s", i, out[i], ids[i], fam)
 		}
-		if _, ok := v["received_ms"]; !ok {
-			t.Fatalf("review entry %d lacks received_ms: %v", i, v)
+		if v.ReceivedAt.IsZero() {
+			t.Fatalf("review entry %d lacks its receive time: %+v", i, v)
 		}
 	}
 	return out

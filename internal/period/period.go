@@ -20,8 +20,8 @@
 // midnight, or the instant the day begins when a time zone transition skips
 // or repeats midnight. End is the next period's Start.
 //
-// It imports the standard library only; it must not import any other rankgate
-// package.
+// It imports the standard library and robfig/cron (cron schedules) only; it
+// must not import any other rankgate package, Redis or net/http.
 package period
 
 import (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -96,37 +97,54 @@ func (s *Store) TakeSeq(ctx context.Context, pk shard.PeriodKeys, n int64) (int6
 	return last - n + 1, nil
 }
 
-// LateEvent is an event refused because its period was closed, kept for review.
+// LateEvent is an event refused because its period was closed, kept for
+// review in the period's review stream.
 type LateEvent struct {
-	Reason string
-	Event  any // marshalled as JSON
-	AtMs   int64
+	ID         string          // the stream entry's id; set by LateEvents
+	Reason     string          // why it was refused ("frozen", "after_grace", …)
+	Event      json.RawMessage // the event as the client sent it (JSON)
+	ReceivedAt time.Time       // when the gateway refused it (millisecond precision)
 }
 
 // lateStreamMax bounds the review stream (approximate trimming).
 const lateStreamMax = 100000
 
-// RecordLate appends a refused event to the period's review stream.
+// RecordLate appends a refused event to the period's review stream and
+// answers the entry's id.
 func (s *Store) RecordLate(ctx context.Context, pk shard.PeriodKeys, e LateEvent) (string, error) {
+	if !json.Valid(e.Event) {
+		return "", fmt.Errorf("record late event: the event is not valid JSON")
+	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	body, err := json.Marshal(e.Event)
-	if err != nil {
-		return "", err
-	}
 	id, err := s.rw.XAdd(ctx, &redis.XAddArgs{
 		Stream: pk.Late, MaxLen: lateStreamMax, Approx: true,
-		Values: []any{"reason", e.Reason, "event", string(body), "received_ms", e.AtMs},
+		Values: []any{"reason", e.Reason, "event", string(e.Event), "received_ms", e.ReceivedAt.UnixMilli()},
 	}).Result()
 	return id, s.fail("xadd", err)
 }
 
-// LateEvents reads up to count entries of a period's review stream.
-func (s *Store) LateEvents(ctx context.Context, pk shard.PeriodKeys, count int64) ([]redis.XMessage, error) {
+// LateEvents reads up to count entries of a period's review stream, oldest
+// first. An entry whose fields are damaged is an error naming its id.
+func (s *Store) LateEvents(ctx context.Context, pk shard.PeriodKeys, count int64) ([]LateEvent, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	v, err := s.rw.XRangeN(ctx, pk.Late, "-", "+", count).Result()
-	return v, s.fail("xrange", err)
+	msgs, err := s.rw.XRangeN(ctx, pk.Late, "-", "+", count).Result()
+	if err != nil {
+		return nil, s.fail("xrange", err)
+	}
+	out := make([]LateEvent, len(msgs))
+	for i, m := range msgs {
+		reason, _ := m.Values["reason"].(string)
+		ev, _ := m.Values["event"].(string)
+		ms, _ := m.Values["received_ms"].(string)
+		at, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || !json.Valid([]byte(ev)) {
+			return nil, fmt.Errorf("review stream %s: entry %s is damaged", pk.Late, m.ID)
+		}
+		out[i] = LateEvent{ID: m.ID, Reason: reason, Event: json.RawMessage(ev), ReceivedAt: time.UnixMilli(at).UTC()}
+	}
+	return out, nil
 }
 
 // PutProfile stores a member's display profile.

@@ -5,9 +5,12 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/store"
 )
@@ -104,15 +107,11 @@ func TestPeriodKeys(t *testing.T) {
 		if got, err := e.s.LateEvents(ctx, pk, 10); err != nil || len(got) != 0 {
 			t.Fatalf("LateEvents on an empty period = %v, %v", got, err)
 		}
-		type ev struct {
-			EventID string `json:"event_id"`
-			Member  string `json:"member"`
-			Delta   int64  `json:"delta"`
-		}
+		at := []time.Time{time.UnixMilli(1111).UTC(), time.UnixMilli(2222).UTC(), time.UnixMilli(3333).UTC()}
 		in := []store.LateEvent{
-			{Reason: "frozen", Event: ev{"e1", "u1", 5}, AtMs: 1111},
-			{Reason: "after_grace", Event: ev{"e2", "u2", -3}, AtMs: 2222},
-			{Reason: "frozen", Event: map[string]any{"event_id": "e3"}, AtMs: 3333},
+			{Reason: "frozen", Event: json.RawMessage(`{"event_id":"e1","member":"u1","delta":5}`), ReceivedAt: at[0]},
+			{Reason: "after_grace", Event: json.RawMessage(`{"event_id":"e2","member":"u2","delta":-3}`), ReceivedAt: at[1]},
+			{Reason: "frozen", Event: json.RawMessage(`{"event_id":"e3"}`), ReceivedAt: at[2]},
 		}
 		var ids []string
 		for _, le := range in {
@@ -127,17 +126,24 @@ func TestPeriodKeys(t *testing.T) {
 			t.Fatalf("LateEvents = %v, %v; want %d entries", got, err, len(in))
 		}
 		for i, m := range got {
-			want, _ := json.Marshal(in[i].Event)
-			if m.ID != ids[i] || m.Values["reason"] != in[i].Reason || m.Values["event"] != string(want) ||
-				m.Values["received_ms"] != []string{"1111", "2222", "3333"}[i] {
-				t.Errorf("entry %d = %+v, want id %s reason %s event %s", i, m, ids[i], in[i].Reason, want)
+			if m.ID != ids[i] || m.Reason != in[i].Reason || string(m.Event) != string(in[i].Event) || !m.ReceivedAt.Equal(at[i]) {
+				t.Errorf("entry %d = %+v, want id %s reason %s event %s at %v", i, m, ids[i], in[i].Reason, in[i].Event, at[i])
 			}
 		}
 		if got, err := e.s.LateEvents(ctx, pk, 2); err != nil || len(got) != 2 || got[1].ID != ids[1] {
 			t.Errorf("LateEvents(count 2) = %v, %v", got, err)
 		}
-		if _, err := e.s.RecordLate(ctx, pk, store.LateEvent{Event: func() {}}); err == nil {
-			t.Errorf("RecordLate of an unmarshallable event: nil error")
+		if _, err := e.s.RecordLate(ctx, pk, store.LateEvent{Event: json.RawMessage(`{"event_id":`)}); err == nil {
+			t.Errorf("RecordLate of an event that is not JSON: nil error")
+		}
+		// A damaged entry (written by hand, not by RecordLate) is an error naming it.
+		bad := e.layout.Period("learning", "2026-W35")
+		id, err := e.cc.XAdd(ctx, &redis.XAddArgs{Stream: bad.Late, Values: []any{"reason", "frozen", "event", "{", "received_ms", "x"}}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.LateEvents(ctx, bad, 10); err == nil || !strings.Contains(err.Error(), id) {
+			t.Errorf("LateEvents over a damaged entry = %v, want an error naming %s", err, id)
 		}
 	})
 

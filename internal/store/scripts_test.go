@@ -25,7 +25,7 @@ const (
 // decimal scores, absent or anyScore.
 type step struct {
 	w       store.Write
-	status  string
+	status  store.WriteStatus
 	before  string
 	after   string
 	version int64  // project: the applied or stored version (ok, stale, range)

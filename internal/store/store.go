@@ -138,7 +138,7 @@ func (s *Store) fail(op string, err error) error {
 	if err != nil && !errors.Is(err, redis.Nil) && !errors.Is(err, context.Canceled) {
 		s.m.errors.WithLabelValues(op).Inc()
 	}
-	return err
+	return classify(err)
 }
 
 // ---- writes ----
@@ -183,9 +183,7 @@ type Write struct {
 
 // WriteResult is a script's answer.
 type WriteResult struct {
-	// Status: ok | same | dup | closed | range | unknown | reversed |
-	// notreversible | stale.
-	Status  string
+	Status  WriteStatus
 	Before  *int64 // stored score before, nil when absent
 	After   *int64 // stored score after, nil when absent
 	Version int64  // project: the applied (ok) or stored (stale) version
@@ -286,7 +284,7 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 			out[i].Err = fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, out[i].Err)
 			continue
 		}
-		if wait != nil && replicated(out[i].Status) {
+		if wait != nil && out[i].Status.Stored() {
 			if err := wait.check(cmd); err != nil {
 				out[i] = WriteResult{Err: s.fail("wait", fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, err))}
 			}
@@ -305,11 +303,14 @@ func parseWrite(kind WriteKind, v any) WriteResult {
 		return WriteResult{Err: fmt.Errorf("unexpected reply %v", v)}
 	}
 	str := func(i int) string { s, _ := arr[i].(string); return s }
-	r := WriteResult{Status: str(0)}
-	var err error
+	st, err := parseStatus(kind, str(0))
+	if err != nil {
+		return WriteResult{Err: err}
+	}
+	r := WriteResult{Status: st}
 	idx := 1
 	if kind == KindProject {
-		if r.Status != "closed" {
+		if r.Status != StatusClosed {
 			if r.Version, err = strconv.ParseInt(str(1), 10, 64); err != nil {
 				return WriteResult{Err: fmt.Errorf("bad version %q", str(1))}
 			}
@@ -320,7 +321,7 @@ func parseWrite(kind WriteKind, v any) WriteResult {
 		if len(arr) < 4 {
 			return WriteResult{Err: fmt.Errorf("unexpected reply %v", v)}
 		}
-	} else if r.Status == "closed" {
+	} else if r.Status == StatusClosed {
 		r.State = str(1)
 		r.Before, err = optScore(str(2))
 		r.After = r.Before

@@ -100,14 +100,3 @@ func (h waitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		return err
 	}
 }
-
-// replicated reports whether a write's answer acknowledges something stored
-// (so WAIT must have seen it): refusals that wrote nothing are answered as
-// they are.
-func replicated(status string) bool {
-	switch status {
-	case "closed", "range", "unknown", "notreversible":
-		return false
-	}
-	return true
-}
