@@ -64,7 +64,7 @@ func (s *Service) derive(ctx context.Context, f *family, periodID string) (Deriv
 					"period %s of %s records %d shards for %s, %s has %d: derived boards need equal shard counts", periodID, in.Family, n, t, f.cfg.Name, own[t])
 			}
 		}
-		dims, err := s.be.Boards(ctx, s.layout.Period(in.Family, periodID))
+		dims, err := s.lifeBE.Boards(ctx, s.layout.Period(in.Family, periodID))
 		if err != nil {
 			return DeriveReport{}, rank.Unavailable(err, "listing boards of %s/%s", in.Family, periodID)
 		}
@@ -92,7 +92,7 @@ func (s *Service) derive(ctx context.Context, f *family, periodID string) (Deriv
 			for j, in := range inputs {
 				srcs[j] = s.layout.ZKey(in.board(periodID, t, v), i, n)
 			}
-			return s.be.Derive(ctx, s.layout.ZKey(dst, i, n), srcs, weights, dv.Aggregate)
+			return s.lifeBE.Derive(ctx, s.layout.ZKey(dst, i, n), srcs, weights, dv.Aggregate)
 		})
 		if err != nil {
 			return DeriveReport{}, err

@@ -71,15 +71,25 @@ func (f *fakeBackend) ReadShards(ctx context.Context, reads []store.ShardRead, r
 	readEach(ctx, f, reads, replica, out)
 }
 
+// perShard is the fake's per-shard reads, one method per read kind that
+// ReadShards pipelines in the real store (positions are not served: a test
+// that needs them reads the real cluster).
+type perShard interface {
+	Seek(ctx context.Context, key string, a store.SeekArgs, replica bool) (store.SeekResult, error)
+	Scores(ctx context.Context, key string, members []string, replica bool) ([]int64, []bool, error)
+	Count(ctx context.Context, key string, lo, hi int64, replica bool) (int64, error)
+	Card(ctx context.Context, key string, replica bool) (int64, error)
+}
+
+var _ perShard = (*fakeBackend)(nil)
+
 // readEach answers reads through be's per-shard methods.
-func readEach(ctx context.Context, be Backend, reads []store.ShardRead, replica bool, out []store.ShardReply) {
+func readEach(ctx context.Context, be perShard, reads []store.ShardRead, replica bool, out []store.ShardReply) {
 	for i, r := range reads {
 		var o store.ShardReply
 		switch r.Kind {
 		case store.ReadSeek:
 			o.Seek, o.Err = be.Seek(ctx, r.Key, r.Seek, replica)
-		case store.ReadPositions:
-			o.Positions, o.Err = be.Positions(ctx, r.Key, r.Probes, replica)
 		case store.ReadScores:
 			o.Scores, o.Found, o.Err = be.Scores(ctx, r.Key, r.Members, replica)
 		case store.ReadCount:

@@ -29,43 +29,66 @@ import (
 	"github.com/rankgate/rankgate/internal/store"
 )
 
-// Backend is the Redis work the gateway needs; *store.Store implements it and
-// tests substitute fakes that fail or block on cue.
-type Backend interface {
+// The Redis work the gateway needs, split by the part of the gateway that
+// consumes it (the way io keeps Reader and Writer apart): a decorator or a
+// fake implements only the part it changes. *store.Store implements all of
+// them; Backend is their union, what New takes.
+
+// WriteBackend carries the write path: event and projection scripts, tie
+// sequence numbers, the review stream for refused events, profiles.
+type WriteBackend interface {
 	Write(ctx context.Context, ws []store.Write) []store.WriteResult
-	// NodeOf and ReadShards carry every read fan-out (internal/readplan):
-	// one pipeline per node.
-	NodeOf(ctx context.Context, key string) string
-	ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply)
-	// The shared cache level (families with cache_shared).
+	TakeSeq(ctx context.Context, pk shard.PeriodKeys, n int64) (int64, error)
+	RecordLate(ctx context.Context, pk shard.PeriodKeys, e store.LateEvent) (string, error)
+	PutProfile(ctx context.Context, key string, fields map[string]string) error
+}
+
+// ReadBackend carries the read path: every fan-out goes through the read
+// plan (readplan.Backend: one pipeline per node), plus profiles and the
+// shared cache level (families with cache_shared).
+type ReadBackend interface {
+	readplan.Backend
+	Profiles(ctx context.Context, keys []string, replica bool) ([]map[string]string, error)
 	SharedGet(ctx context.Context, key string) ([]byte, bool, error)
 	SharedSet(ctx context.Context, key string, val []byte, ttl time.Duration) error
 	SharedLease(ctx context.Context, key, token string, ttl time.Duration) (bool, error)
 	SharedRelease(ctx context.Context, key string) error
-	Seek(ctx context.Context, key string, a store.SeekArgs, replica bool) (store.SeekResult, error)
-	Positions(ctx context.Context, key string, probes []store.Probe, replica bool) (store.Positions, error)
-	Scores(ctx context.Context, key string, members []string, replica bool) ([]int64, []bool, error)
-	Count(ctx context.Context, key string, lo, hi int64, replica bool) (int64, error)
+}
+
+// LifecycleBackend carries periods and boards: period state, freezing,
+// expiry, derived boards, snapshots, settlement scores, rebuilds, the review
+// stream, and the layout report (cardinality, memory, slots).
+type LifecycleBackend interface {
 	EnsurePeriod(ctx context.Context, pk shard.PeriodKeys, shards map[string]int, rules string, nowMs int64) (store.PeriodState, error)
 	Period(ctx context.Context, pk shard.PeriodKeys) (store.PeriodState, error)
 	RegisterBoards(ctx context.Context, pk shard.PeriodKeys, dims []string) error
-	TakeSeq(ctx context.Context, pk shard.PeriodKeys, n int64) (int64, error)
-	RecordLate(ctx context.Context, pk shard.PeriodKeys, e store.LateEvent) (string, error)
-	PutProfile(ctx context.Context, key string, fields map[string]string) error
-	Profiles(ctx context.Context, keys []string, replica bool) ([]map[string]string, error)
-	Ready(ctx context.Context) error
-	HasReplica() bool
+	Boards(ctx context.Context, pk shard.PeriodKeys) ([]string, error)
 	SetStates(ctx context.Context, metas []string, state string) error
 	Expire(ctx context.Context, keys []string, ttl time.Duration) error
 	Derive(ctx context.Context, dst string, inputs []string, weights []int64, aggregate string) (int64, error)
+	Snapshot(ctx context.Context, src, dst, marker string, depth int, ttl time.Duration) (int64, error)
+	Scores(ctx context.Context, key string, members []string, replica bool) ([]int64, []bool, error)
 	Rebuild(ctx context.Context, k shard.Keys, entries []store.RebuildEntry) (int64, error)
 	ShardMembers(ctx context.Context, key string, cursor uint64, count int64) ([]string, []int64, uint64, error)
 	LateEvents(ctx context.Context, pk shard.PeriodKeys, count int64) ([]store.LateEvent, error)
-	Snapshot(ctx context.Context, src, dst, marker string, depth int, ttl time.Duration) (int64, error)
-	Boards(ctx context.Context, pk shard.PeriodKeys) ([]string, error)
 	Card(ctx context.Context, key string, replica bool) (int64, error)
 	MemoryUsage(ctx context.Context, key string) (int64, error)
 	Slots(ctx context.Context) ([]store.SlotRange, error)
+}
+
+// HealthBackend answers readiness and whether replicas can serve reads.
+type HealthBackend interface {
+	Ready(ctx context.Context) error
+	HasReplica() bool
+}
+
+// Backend is every part at once; tests substitute fakes that fail or block on
+// cue by embedding a real one.
+type Backend interface {
+	WriteBackend
+	ReadBackend
+	LifecycleBackend
+	HealthBackend
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -102,8 +125,12 @@ type family struct {
 
 // Service implements every API operation.
 type Service struct {
-	cfg      *config.Config
-	be       Backend
+	cfg *config.Config
+	// The backend, one view per consumer (see Backend).
+	writeBE  WriteBackend
+	readBE   ReadBackend
+	lifeBE   LifecycleBackend
+	healthBE HealthBackend
 	layout   shard.Layout
 	log      *slog.Logger
 	now      func() time.Time
@@ -145,7 +172,7 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: o.Config, be: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
+		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
 		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
 	}
@@ -176,7 +203,7 @@ func New(o Options) (*Service, error) {
 
 // Ready reports whether Redis can serve.
 func (s *Service) Ready(ctx context.Context) error {
-	if err := s.be.Ready(ctx); err != nil {
+	if err := s.healthBE.Ready(ctx); err != nil {
 		return err
 	}
 	if s.ledger != nil {
@@ -274,7 +301,7 @@ func (s *Service) shardCounts(ctx context.Context, f *family, periodID string) (
 	if v, ok := s.periods.Load(key); ok {
 		return v.(map[string]int), nil
 	}
-	st, err := s.be.Period(ctx, s.layout.Period(f.cfg.Name, periodID))
+	st, err := s.lifeBE.Period(ctx, s.layout.Period(f.cfg.Name, periodID))
 	if err != nil {
 		return nil, rank.Unavailable(err, "reading period %s", key)
 	}
@@ -310,7 +337,7 @@ func (s *Service) ensurePeriod(ctx context.Context, f *family, periodID string) 
 	for t, d := range f.cfg.Dimensions {
 		want[t] = d.Shards
 	}
-	st, err := s.be.EnsurePeriod(ctx, s.layout.Period(f.cfg.Name, periodID), want, f.cfg.RulesVersion, s.now().UnixMilli())
+	st, err := s.lifeBE.EnsurePeriod(ctx, s.layout.Period(f.cfg.Name, periodID), want, f.cfg.RulesVersion, s.now().UnixMilli())
 	if err != nil {
 		return nil, writeUnavailable(err, "recording period %s", key)
 	}

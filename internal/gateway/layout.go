@@ -31,7 +31,7 @@ func (s *Service) Boards(ctx context.Context, familyName, periodID string) (Boar
 	if err != nil {
 		return BoardList{}, err
 	}
-	dims, err := s.be.Boards(ctx, s.layout.Period(f.cfg.Name, p.ID))
+	dims, err := s.lifeBE.Boards(ctx, s.layout.Period(f.cfg.Name, p.ID))
 	if err != nil {
 		return BoardList{}, rank.Unavailable(err, "listing boards of %s/%s", f.cfg.Name, p.ID)
 	}
@@ -44,7 +44,7 @@ func (s *Service) Boards(ctx context.Context, familyName, periodID string) (Boar
 			continue // a dimension the config no longer declares
 		}
 		counts, _, _, err := fanout(ctx, s, "card", b.n, false, func(ctx context.Context, i int) (int64, error) {
-			return s.be.Card(ctx, s.layout.ZKey(b.b, i, b.n), false)
+			return s.lifeBE.Card(ctx, s.layout.ZKey(b.b, i, b.n), false)
 		})
 		if err != nil {
 			return BoardList{}, err
@@ -108,7 +108,7 @@ func (s *Service) Layout(ctx context.Context, familyName, periodID string) (Layo
 	if periodID == "" {
 		periodID = "current"
 	}
-	slots, err := s.be.Slots(ctx)
+	slots, err := s.lifeBE.Slots(ctx)
 	if err != nil {
 		return Layout{}, rank.Unavailable(err, "reading the slot map")
 	}
@@ -142,11 +142,11 @@ func (s *Service) Layout(ctx context.Context, familyName, periodID string) (Layo
 			type got struct{ members, memory int64 }
 			res, _, _, err := fanout(ctx, s, "layout", b.n, false, func(ctx context.Context, i int) (got, error) {
 				k := s.layout.ZKey(b.b, i, b.n)
-				n, err := s.be.Card(ctx, k, false)
+				n, err := s.lifeBE.Card(ctx, k, false)
 				if err != nil {
 					return got{}, err
 				}
-				m, err := s.be.MemoryUsage(ctx, k)
+				m, err := s.lifeBE.MemoryUsage(ctx, k)
 				return got{n, m}, err
 			})
 			if err != nil {

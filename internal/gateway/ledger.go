@@ -305,7 +305,7 @@ func (s *Service) projectGroup(ctx context.Context, writes []store.Write) []stor
 	if len(writes) == 0 {
 		return nil
 	}
-	return s.be.Write(ctx, writes)
+	return s.writeBE.Write(ctx, writes)
 }
 
 // answer turns a committed event's ledger outcome into its API answer.
@@ -396,7 +396,7 @@ func (s *Service) ProjectPending(ctx context.Context, olderThan time.Duration) (
 		}
 		ws := s.projections(ctx, f, p.Period, p.Member, p.Boards, s.now())
 		ok = true
-		for _, r := range s.be.Write(ctx, ws) {
+		for _, r := range s.writeBE.Write(ctx, ws) {
 			if r.Err != nil {
 				ok = false
 				s.log.Warn("re-projection failed", "event_id", p.EventID, "err", r.Err)
@@ -471,7 +471,7 @@ func (s *Service) projectLedger(ctx context.Context, f *family, b *board, user s
 		s.m.events.WithLabelValues(f.cfg.Name, "stale").Inc()
 		return out, nil
 	}
-	r := s.be.Write(ctx, s.projections(ctx, f, b.period.ID, user, res.Boards, now))[0]
+	r := s.writeBE.Write(ctx, s.projections(ctx, f, b.period.ID, user, res.Boards, now))[0]
 	if r.Err != nil {
 		return ProjectionResult{}, rank.Unavailable(r.Err, "projection is in the ledger; its Redis write failed and will be retried")
 	}

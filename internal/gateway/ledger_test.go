@@ -438,7 +438,7 @@ func TestLedgerTwoGatewaysSameIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(l2.Close)
-	svcB, err := New(Options{Config: svcA.cfg, Backend: svcA.be, ShardTimeout: 5 * time.Second, Ledger: l2})
+	svcB, err := New(Options{Config: svcA.cfg, Backend: svcA.writeBE.(Backend), ShardTimeout: 5 * time.Second, Ledger: l2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (s *Service) periodState(ctx context.Context, f *family, periodID string) (
 	if v, ok := s.states.Load(key); ok && now.Before(v.(cachedState).until) {
 		return v.(cachedState).state, nil
 	}
-	st, err := s.be.Period(ctx, s.layout.Period(f.cfg.Name, periodID))
+	st, err := s.lifeBE.Period(ctx, s.layout.Period(f.cfg.Name, periodID))
 	if err != nil {
 		return "", rank.Unavailable(err, "reading period %s", key)
 	}
@@ -71,11 +71,11 @@ func (s *Service) PeriodDetail(ctx context.Context, familyName, periodID string)
 		return PeriodDetail{}, err
 	}
 	pk := s.layout.Period(f.cfg.Name, p.ID)
-	st, err := s.be.Period(ctx, pk)
+	st, err := s.lifeBE.Period(ctx, pk)
 	if err != nil {
 		return PeriodDetail{}, rank.Unavailable(err, "reading period %s", p.ID)
 	}
-	dims, err := s.be.Boards(ctx, pk)
+	dims, err := s.lifeBE.Boards(ctx, pk)
 	if err != nil {
 		return PeriodDetail{}, rank.Unavailable(err, "listing boards of %s", p.ID)
 	}
@@ -124,7 +124,7 @@ func (s *Service) PeriodDetail(ctx context.Context, familyName, periodID string)
 // period, plus the period's own meta.
 func (s *Service) boardShardMetas(ctx context.Context, f *family, periodID string) ([]string, error) {
 	pk := s.layout.Period(f.cfg.Name, periodID)
-	dims, err := s.be.Boards(ctx, pk)
+	dims, err := s.lifeBE.Boards(ctx, pk)
 	if err != nil {
 		return nil, rank.Unavailable(err, "listing boards of %s", periodID)
 	}
@@ -185,7 +185,7 @@ func (s *Service) Freeze(ctx context.Context, familyName, periodID string) (Peri
 	if st == "" || st == "open" {
 		st = "frozen"
 	}
-	if err := s.be.SetStates(ctx, metas, st); err != nil {
+	if err := s.lifeBE.SetStates(ctx, metas, st); err != nil {
 		return PeriodDetail{}, rank.Unavailable(err, "freezing %s/%s; retry (freeze is idempotent)", f.cfg.Name, p.ID)
 	}
 	s.states.Delete(f.cfg.Name + "/" + p.ID)
@@ -235,7 +235,7 @@ func (s *Service) Reviews(ctx context.Context, familyName, periodID string, limi
 		return out, nil
 	}
 	out.Source = "redis"
-	msgs, err := s.be.LateEvents(ctx, s.layout.Period(f.cfg.Name, p.ID), int64(limit))
+	msgs, err := s.lifeBE.LateEvents(ctx, s.layout.Period(f.cfg.Name, p.ID), int64(limit))
 	if err != nil {
 		return ReviewList{}, rank.Unavailable(err, "reading reviews")
 	}

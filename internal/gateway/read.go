@@ -132,7 +132,7 @@ func (s *Service) addProfiles(ctx context.Context, rc *readCtx, entries []rank.E
 	for i, e := range entries {
 		keys[i] = s.layout.Profile(e.User)
 	}
-	ps, err := s.be.Profiles(ctx, keys, rc.replica)
+	ps, err := s.readBE.Profiles(ctx, keys, rc.replica)
 	if err != nil {
 		return rank.Unavailable(err, "reading profiles")
 	}
@@ -512,7 +512,7 @@ func (s *Service) Period(ctx context.Context, familyName string, at time.Time) (
 		info.State = "upcoming" // before the first season
 	}
 	info.BetweenSeasons = !p.Contains(at) && !at.Before(p.End)
-	ps, err := s.be.Period(ctx, s.layout.Period(f.cfg.Name, p.ID))
+	ps, err := s.lifeBE.Period(ctx, s.layout.Period(f.cfg.Name, p.ID))
 	if err != nil {
 		return PeriodInfo{}, rank.Unavailable(err, "reading period %s", p.ID)
 	}

@@ -433,7 +433,7 @@ type lcState struct {
 // boards.
 func (s *Service) lifecycleState(ctx context.Context, f *family, periodID string) (lcState, error) {
 	pk := s.layout.Period(f.cfg.Name, periodID)
-	ps, err := s.be.Period(ctx, pk)
+	ps, err := s.lifeBE.Period(ctx, pk)
 	if err != nil {
 		return lcState{}, err
 	}
@@ -446,7 +446,7 @@ func (s *Service) lifecycleState(ctx context.Context, f *family, periodID string
 			return lcState{}, err
 		}
 	}
-	dims, err := s.be.Boards(ctx, pk)
+	dims, err := s.lifeBE.Boards(ctx, pk)
 	if err != nil {
 		return lcState{}, err
 	}

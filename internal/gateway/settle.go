@@ -85,7 +85,7 @@ func (s *Service) Settle(ctx context.Context, familyName, periodID string, top i
 	if err != nil {
 		return SettlementView{}, err
 	}
-	boards, err := s.be.Boards(ctx, s.layout.Period(f.cfg.Name, p.ID))
+	boards, err := s.lifeBE.Boards(ctx, s.layout.Period(f.cfg.Name, p.ID))
 	if err != nil {
 		return SettlementView{}, rank.Unavailable(err, "listing boards")
 	}
@@ -96,7 +96,7 @@ func (s *Service) Settle(ctx context.Context, familyName, periodID string, top i
 	}
 	if _, err := s.ensurePeriod(ctx, f, p.ID); err == nil {
 		if metas, err := s.boardShardMetas(ctx, f, p.ID); err == nil {
-			_ = s.be.SetStates(ctx, metas, "settled")
+			_ = s.lifeBE.SetStates(ctx, metas, "settled")
 			s.states.Delete(f.cfg.Name + "/" + p.ID)
 		}
 	}
@@ -153,7 +153,7 @@ func (s *Service) archive(ctx context.Context, f *family, p period.Period) (Peri
 		return PeriodDetail{}, rank.Errorf(rank.CodePeriodClosed, "archive needs a frozen period: freeze %s first", p.ID)
 	}
 	pk := s.layout.Period(f.cfg.Name, p.ID)
-	dimsList, err := s.be.Boards(ctx, pk)
+	dimsList, err := s.lifeBE.Boards(ctx, pk)
 	if err != nil {
 		return PeriodDetail{}, rank.Unavailable(err, "listing boards")
 	}
@@ -165,7 +165,7 @@ func (s *Service) archive(ctx context.Context, f *family, p period.Period) (Peri
 	if err != nil {
 		return PeriodDetail{}, err
 	}
-	if err := s.be.SetStates(ctx, metas, "archived"); err != nil {
+	if err := s.lifeBE.SetStates(ctx, metas, "archived"); err != nil {
 		return PeriodDetail{}, rank.Unavailable(err, "marking %s archived", p.ID)
 	}
 	keys := []string{pk.Seq, pk.Meta, pk.Boards, pk.Late}
@@ -181,7 +181,7 @@ func (s *Service) archive(ctx context.Context, f *family, p period.Period) (Peri
 			keys = append(keys, k.Z, k.M, k.Ev, k.Meta)
 		}
 	}
-	if err := s.be.Expire(ctx, keys, f.cfg.Retention); err != nil {
+	if err := s.lifeBE.Expire(ctx, keys, f.cfg.Retention); err != nil {
 		return PeriodDetail{}, rank.Unavailable(err, "setting retention on %s; retry (archive is idempotent)", p.ID)
 	}
 	if s.ledger != nil {
@@ -246,7 +246,7 @@ func (s *Service) Rebuild(ctx context.Context, ref BoardRef) (RebuildReport, err
 	}
 	var members int64
 	for i := 0; i < b.n; i++ {
-		n, err := s.be.Rebuild(ctx, s.layout.Keys(b.b, i, b.n), perShard[i])
+		n, err := s.lifeBE.Rebuild(ctx, s.layout.Keys(b.b, i, b.n), perShard[i])
 		if err != nil {
 			return RebuildReport{}, rank.Unavailable(err, "rebuild of %s shard %d; retry (rebuild is idempotent)", b.name(), i)
 		}
@@ -318,7 +318,7 @@ func (s *Service) Reconcile(ctx context.Context, ref BoardRef) (ReconcileReport,
 			for j, t := range ts {
 				members[j] = t.Member
 			}
-			scores, ok, err := s.be.Scores(ctx, s.layout.ZKey(b.b, i, b.n), members, false)
+			scores, ok, err := s.lifeBE.Scores(ctx, s.layout.ZKey(b.b, i, b.n), members, false)
 			if err != nil {
 				return ReconcileReport{}, rank.Unavailable(err, "reading shard %d", i)
 			}
@@ -343,7 +343,7 @@ func (s *Service) Reconcile(ctx context.Context, ref BoardRef) (ReconcileReport,
 	for i := 0; i < b.n; i++ {
 		var cursor uint64
 		for {
-			ms, scores, next, err := s.be.ShardMembers(ctx, s.layout.ZKey(b.b, i, b.n), cursor, 1000)
+			ms, scores, next, err := s.lifeBE.ShardMembers(ctx, s.layout.ZKey(b.b, i, b.n), cursor, 1000)
 			if err != nil {
 				return ReconcileReport{}, rank.Unavailable(err, "scanning shard %d", i)
 			}

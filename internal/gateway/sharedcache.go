@@ -84,7 +84,7 @@ func decodeShared[V metaOf](b []byte) (sharedCopy[V], error) {
 func readShared[V metaOf](ctx context.Context, s *Service, fam, copyKey string) (sharedCopy[V], bool) {
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	b, ok, err := s.be.SharedGet(cctx, copyKey)
+	b, ok, err := s.readBE.SharedGet(cctx, copyKey)
 	if err != nil || !ok {
 		if err != nil {
 			s.m.shared.WithLabelValues(fam, "error").Inc()
@@ -116,7 +116,7 @@ func loadShared[V metaOf](ctx context.Context, s *Service, rc *readCtx, key stri
 	var token [8]byte
 	_, _ = rand.Read(token[:])
 	lctx, cancel := context.WithTimeout(ctx, s.timeout)
-	won, err := s.be.SharedLease(lctx, leaseKey, hex.EncodeToString(token[:]), ttl)
+	won, err := s.readBE.SharedLease(lctx, leaseKey, hex.EncodeToString(token[:]), ttl)
 	cancel()
 	own := won // this gateway holds the lease (and releases it)
 	if err != nil {
@@ -129,7 +129,7 @@ func loadShared[V metaOf](ctx context.Context, s *Service, rc *readCtx, key stri
 		// between our first look and our lease: look again.
 		if c, ok := readShared[V](ctx, s, fam, copyKey); ok && fresh(c) {
 			rctx, cancel := context.WithTimeout(ctx, s.timeout)
-			_ = s.be.SharedRelease(rctx, leaseKey)
+			_ = s.readBE.SharedRelease(rctx, leaseKey)
 			cancel()
 			s.m.shared.WithLabelValues(fam, "hit").Inc()
 			return c.served()
@@ -172,12 +172,12 @@ func loadShared[V metaOf](ctx context.Context, s *Service, rc *readCtx, key stri
 	if !readMeta(&v).Partial { // never shared, like never cached
 		if b, err := encodeShared(&v, at); err == nil {
 			sctx, cancel := context.WithTimeout(ctx, s.timeout)
-			if err := s.be.SharedSet(sctx, copyKey, b, 2*ttl); err != nil {
+			if err := s.readBE.SharedSet(sctx, copyKey, b, 2*ttl); err != nil {
 				s.m.shared.WithLabelValues(fam, "error").Inc()
 			}
 			if own {
 				// The copy is there: the next recompute is due in a TTL.
-				_ = s.be.SharedRelease(sctx, leaseKey)
+				_ = s.readBE.SharedRelease(sctx, leaseKey)
 			}
 			cancel()
 		}

@@ -81,7 +81,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, ref BoardRef, depth int, t
 	id := fmt.Sprintf("%dx%xx%s", depth, now.UnixMilli(), hex.EncodeToString(rnd[:]))
 	res, _, _, err := fanout(ctx, s, "snapshot", b.n, false, func(ctx context.Context, i int) (int64, error) {
 		k := s.layout.Keys(b.b, i, b.n)
-		return s.be.Snapshot(ctx, k.Z, k.Snapshot(id), k.SnapshotMarker(id), depth, ttl)
+		return s.lifeBE.Snapshot(ctx, k.Z, k.Snapshot(id), k.SnapshotMarker(id), depth, ttl)
 	})
 	if err != nil {
 		return SnapshotInfo{}, err

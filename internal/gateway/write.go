@@ -165,7 +165,7 @@ func (w redisWrites) apply(ctx context.Context, plans []plan, shards map[string]
 	}
 	var results []store.WriteResult
 	if len(writes) > 0 {
-		results = s.be.Write(ctx, writes)
+		results = s.writeBE.Write(ctx, writes)
 	}
 	out := make([]BatchItem, len(plans))
 	for i := range plans {
@@ -328,7 +328,7 @@ func (s *Service) takeSeqs(ctx context.Context, plans []plan) error {
 				break
 			}
 		}
-		first, err := s.be.TakeSeq(ctx, s.layout.Period(fam.cfg.Name, pid), counts[key])
+		first, err := s.writeBE.TakeSeq(ctx, s.layout.Period(fam.cfg.Name, pid), counts[key])
 		if err != nil {
 			return writeUnavailable(err, "taking achievement numbers for %s", key)
 		}
@@ -366,7 +366,7 @@ func (s *Service) registerBoards(ctx context.Context, plans []plan) {
 		if len(fresh) == 0 {
 			continue
 		}
-		if err := s.be.RegisterBoards(ctx, s.layout.Period(p.fam.cfg.Name, p.period.ID), fresh); err != nil {
+		if err := s.lifeBE.RegisterBoards(ctx, s.layout.Period(p.fam.cfg.Name, p.period.ID), fresh); err != nil {
 			s.log.Warn("registering boards failed", "family", p.fam.cfg.Name, "period", p.period.ID, "err", err)
 			continue
 		}
@@ -392,7 +392,7 @@ func (s *Service) recordLate(ctx context.Context, plans []plan, now time.Time) {
 				Event: body, Reason: p.late, ReceivedAt: now})
 		} else {
 			body, _ := json.Marshal(p.ev)
-			_, err = s.be.RecordLate(ctx, s.layout.Period(p.fam.cfg.Name, p.period.ID),
+			_, err = s.writeBE.RecordLate(ctx, s.layout.Period(p.fam.cfg.Name, p.period.ID),
 				store.LateEvent{Reason: p.late, Event: body, ReceivedAt: now})
 		}
 		if err != nil {
@@ -541,11 +541,11 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 	}
 	var seq int64
 	if f.enc.TieFirst() {
-		if seq, err = s.be.TakeSeq(ctx, s.layout.Period(f.cfg.Name, b.period.ID), 1); err != nil {
+		if seq, err = s.writeBE.TakeSeq(ctx, s.layout.Period(f.cfg.Name, b.period.ID), 1); err != nil {
 			return ProjectionResult{}, writeUnavailable(err, "taking an achievement number")
 		}
 	}
-	r := s.be.Write(ctx, []store.Write{{Kind: store.KindProject, Keys: s.layout.Keys(b.b, shard.Of(user, n), n), Member: user,
+	r := s.writeBE.Write(ctx, []store.Write{{Kind: store.KindProject, Keys: s.layout.Keys(b.b, shard.Of(user, n), n), Member: user,
 		Version: pr.Version, Value: f.enc.Stored(pr.Points), B: f.enc.B, Seq: seq, MaxPoints: f.enc.MaxPoints,
 		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion}})[0]
 	if r.Err != nil {
@@ -593,7 +593,7 @@ func (s *Service) PutProfile(ctx context.Context, user string, p Profile) error 
 	if p.Avatar != "" {
 		fields["avatar"] = p.Avatar
 	}
-	if err := s.be.PutProfile(ctx, s.layout.Profile(user), fields); err != nil {
+	if err := s.writeBE.PutProfile(ctx, s.layout.Profile(user), fields); err != nil {
 		return writeUnavailable(err, "storing profile")
 	}
 	return nil

@@ -175,9 +175,9 @@ func boardRef(fam, period, d string) BoardRef {
 
 func lateEvents(t *testing.T, svc *Service, fam, periodID string) []store.LateEvent {
 	t.Helper()
-	st, ok := svc.be.(*store.Store)
+	st, ok := svc.lifeBE.(*store.Store)
 	if !ok {
-		t.Fatalf("backend is %T, want *store.Store", svc.be)
+		t.Fatalf("backend is %T, want *store.Store", svc.lifeBE)
 	}
 	msgs, err := st.LateEvents(context.Background(), svc.layout.Period(fam, periodID), 10)
 	if err != nil {
@@ -603,7 +603,7 @@ func TestLateEvents(t *testing.T) {
 		mustApplyEvent(t, svc, sumEv("z1", "frz", "u1", 10, nil))
 		n := svc.cfg.Families["frz"].Dimensions[shard.National].Shards
 		keys := svc.layout.Keys(shard.Board{Family: "frz", Period: "all", DimType: shard.National}, shard.Of("u1", n), n)
-		if err := svc.be.(*store.Store).Primary().HSet(ctx, keys.Meta, "state", "frozen").Err(); err != nil {
+		if err := svc.lifeBE.(*store.Store).Primary().HSet(ctx, keys.Meta, "state", "frozen").Err(); err != nil {
 			t.Fatal(err)
 		}
 		_, err := svc.ApplyEvent(ctx, sumEv("z2", "frz", "u1", 5, nil))

@@ -17,7 +17,7 @@ func (s *server) awards(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	res, err := s.svc.Awards(r.Context(), aq)
+	res, err := s.life.Awards(r.Context(), aq)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (s *server) awards(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) ackAward(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.AckAward(r.Context(), r.PathValue("key"))
+	res, err := s.life.AckAward(r.Context(), r.PathValue("key"))
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (s *server) ackAward(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) retryAward(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.RetryAward(r.Context(), r.PathValue("key"))
+	res, err := s.life.RetryAward(r.Context(), r.PathValue("key"))
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func (s *server) event(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.svc.ApplyEvent(r.Context(), ev)
+	res, err := s.writes.ApplyEvent(r.Context(), ev)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (s *server) batch(w http.ResponseWriter, r *http.Request) error {
 		}
 		evs[i] = ev
 	}
-	items, err := s.svc.ApplyBatch(r.Context(), evs)
+	items, err := s.writes.ApplyBatch(r.Context(), evs)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (s *server) project(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &p); err != nil {
 		return err
 	}
-	res, err := s.svc.Project(r.Context(), boardOf(r), r.PathValue("member"), p)
+	res, err := s.writes.Project(r.Context(), boardOf(r), r.PathValue("member"), p)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *server) putProfile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	user := r.PathValue("member")
-	if err := s.svc.PutProfile(r.Context(), user, p); err != nil {
+	if err := s.writes.PutProfile(r.Context(), user, p); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, profileResponse{User: user, Profile: p})
@@ -117,7 +117,7 @@ func (s *server) top(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	page, err := s.svc.Top(r.Context(), boardOf(r), limit, o)
+	page, err := s.reads.Top(r.Context(), boardOf(r), limit, o)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (s *server) member(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	m, err := s.svc.Member(r.Context(), boardOf(r), r.PathValue("member"), o)
+	m, err := s.reads.Member(r.Context(), boardOf(r), r.PathValue("member"), o)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (s *server) around(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	page, err := s.svc.Around(r.Context(), boardOf(r), r.PathValue("member"), radius, o)
+	page, err := s.reads.Around(r.Context(), boardOf(r), r.PathValue("member"), radius, o)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (s *server) entries(w http.ResponseWriter, r *http.Request) error {
 	case pq.Cursor != "" && pq.Snapshot != "":
 		return rank.Invalid("cursor", "snapshot pages are read by offset, not cursor")
 	}
-	page, err := s.svc.Entries(r.Context(), boardOf(r), pq, o)
+	page, err := s.reads.Entries(r.Context(), boardOf(r), pq, o)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (s *server) lookup(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	page, err := s.svc.Lookup(r.Context(), boardOf(r), req.Users, o)
+	page, err := s.reads.Lookup(r.Context(), boardOf(r), req.Users, o)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (s *server) count(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	c, err := s.svc.Count(r.Context(), boardOf(r), lo, hi, o)
+	c, err := s.reads.Count(r.Context(), boardOf(r), lo, hi, o)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (s *server) rangeQuery(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	page, err := s.svc.Range(r.Context(), boardOf(r), rq, o)
+	page, err := s.reads.Range(r.Context(), boardOf(r), rq, o)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (s *server) period(w http.ResponseWriter, r *http.Request) error {
 	if _, given := q.str("at"); given && (at.Year() < 1970 || at.Year() > 9998) {
 		return rank.Invalid("at", "at must lie within the years 1970..9998")
 	}
-	info, err := s.svc.Period(r.Context(), r.PathValue("family"), at)
+	info, err := s.reads.Period(r.Context(), r.PathValue("family"), at)
 	if err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) error {
 // readyz is 200 when the gateway can serve, else 503 unavailable, whatever
 // the code of the failure.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
-	err := s.svc.Ready(r.Context())
+	err := s.ready(r.Context())
 	if err == nil {
 		return writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
 	}
@@ -322,7 +322,7 @@ func (s *server) snapshot(w http.ResponseWriter, r *http.Request) error {
 	if ttl < 1 || ttl > 600 {
 		return rank.Invalid("ttl_seconds", "ttl_seconds must be within 1..600")
 	}
-	res, err := s.svc.CreateSnapshot(r.Context(), boardOf(r), depth, time.Duration(ttl)*time.Second)
+	res, err := s.life.CreateSnapshot(r.Context(), boardOf(r), depth, time.Duration(ttl)*time.Second)
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (s *server) snapshot(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) boards(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.Boards(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	res, err := s.life.Boards(r.Context(), r.PathValue("family"), r.PathValue("period"))
 	if err != nil {
 		return err
 	}
@@ -344,7 +344,7 @@ func (s *server) layout(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	res, err := s.svc.Layout(r.Context(), family, period)
+	res, err := s.life.Layout(r.Context(), family, period)
 	if err != nil {
 		return err
 	}
@@ -352,7 +352,7 @@ func (s *server) layout(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) periodDetail(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.PeriodDetail(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	res, err := s.life.PeriodDetail(r.Context(), r.PathValue("family"), r.PathValue("period"))
 	if err != nil {
 		return err
 	}
@@ -360,7 +360,7 @@ func (s *server) periodDetail(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) freeze(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.Freeze(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	res, err := s.life.Freeze(r.Context(), r.PathValue("family"), r.PathValue("period"))
 	if err != nil {
 		return err
 	}
@@ -381,7 +381,7 @@ func (s *server) reviews(w http.ResponseWriter, r *http.Request) error {
 	if period == "" {
 		period = "current"
 	}
-	res, err := s.svc.Reviews(r.Context(), family, period, limit)
+	res, err := s.life.Reviews(r.Context(), family, period, limit)
 	if err != nil {
 		return err
 	}
@@ -403,7 +403,7 @@ func (s *server) settle(w http.ResponseWriter, r *http.Request) error {
 	if req.Top != nil {
 		top = *req.Top
 	}
-	res, err := s.svc.Settle(r.Context(), r.PathValue("family"), r.PathValue("period"), top)
+	res, err := s.life.Settle(r.Context(), r.PathValue("family"), r.PathValue("period"), top)
 	if err != nil {
 		return err
 	}
@@ -411,7 +411,7 @@ func (s *server) settle(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) settlement(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.SettlementOf(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	res, err := s.life.SettlementOf(r.Context(), r.PathValue("family"), r.PathValue("period"))
 	if err != nil {
 		return err
 	}
@@ -419,7 +419,7 @@ func (s *server) settlement(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) archive(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.Archive(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	res, err := s.life.Archive(r.Context(), r.PathValue("family"), r.PathValue("period"))
 	if err != nil {
 		return err
 	}
@@ -431,7 +431,7 @@ func (s *server) correct(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &c); err != nil {
 		return err
 	}
-	res, err := s.svc.Correct(r.Context(), c)
+	res, err := s.writes.Correct(r.Context(), c)
 	if err != nil {
 		return err
 	}
@@ -439,7 +439,7 @@ func (s *server) correct(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) rebuild(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.Rebuild(r.Context(), boardOf(r))
+	res, err := s.life.Rebuild(r.Context(), boardOf(r))
 	if err != nil {
 		return err
 	}
@@ -447,7 +447,7 @@ func (s *server) rebuild(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) reconcile(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.Reconcile(r.Context(), boardOf(r))
+	res, err := s.life.Reconcile(r.Context(), boardOf(r))
 	if err != nil {
 		return err
 	}
@@ -472,7 +472,7 @@ func (s *server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	if req.Period == "" {
 		req.Period = "current"
 	}
-	res, err := s.svc.DecideReview(r.Context(), r.PathValue("id"), req.Family, req.Period, req.Operator, *req.Accept)
+	res, err := s.life.DecideReview(r.Context(), r.PathValue("id"), req.Family, req.Period, req.Operator, *req.Accept)
 	if err != nil {
 		return err
 	}
@@ -480,7 +480,7 @@ func (s *server) decideReview(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) derive(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.Derive(r.Context(), r.PathValue("family"), r.PathValue("period"))
+	res, err := s.life.Derive(r.Context(), r.PathValue("family"), r.PathValue("period"))
 	if err != nil {
 		return err
 	}

@@ -29,12 +29,24 @@ import (
 	"github.com/rankgate/rankgate/internal/ui"
 )
 
-// Service is what the HTTP layer needs from the gateway.
-type Service interface {
+// What the HTTP layer needs from the gateway, split by the routes that use
+// it (the way io keeps Reader and Writer apart): a handler group, a fake or a
+// decorator deals only with its part. *gateway.Service implements all of
+// them; Service is their union, what New takes.
+
+// Writes backs the write routes: events, batches, projections, profiles and
+// operator corrections.
+type Writes interface {
 	ApplyEvent(ctx context.Context, ev gateway.Event) (gateway.EventResult, error)
 	ApplyBatch(ctx context.Context, evs []gateway.Event) ([]gateway.BatchItem, error)
 	Project(ctx context.Context, b gateway.BoardRef, user string, p gateway.Projection) (gateway.ProjectionResult, error)
 	PutProfile(ctx context.Context, user string, p gateway.Profile) error
+	Correct(ctx context.Context, c gateway.Correction) (gateway.EventResult, error)
+}
+
+// Reads backs the read routes: pages, standings, counts and the period of an
+// instant.
+type Reads interface {
 	Top(ctx context.Context, b gateway.BoardRef, limit int, o gateway.ReadOptions) (gateway.Page, error)
 	Member(ctx context.Context, b gateway.BoardRef, user string, o gateway.ReadOptions) (gateway.MemberStanding, error)
 	Around(ctx context.Context, b gateway.BoardRef, user string, radius int, o gateway.ReadOptions) (gateway.Page, error)
@@ -44,7 +56,11 @@ type Service interface {
 	Range(ctx context.Context, b gateway.BoardRef, q gateway.RangeQuery, o gateway.ReadOptions) (gateway.Page, error)
 	// Period answers the period of family at a time; a zero at means now.
 	Period(ctx context.Context, family string, at time.Time) (gateway.PeriodInfo, error)
-	Ready(ctx context.Context) error
+}
+
+// Lifecycle backs the operator routes: periods (freeze, settle, archive),
+// snapshots, reviews, rebuilds, derived boards, the layout and the awards.
+type Lifecycle interface {
 	CreateSnapshot(ctx context.Context, b gateway.BoardRef, depth int, ttl time.Duration) (gateway.SnapshotInfo, error)
 	Boards(ctx context.Context, family, period string) (gateway.BoardList, error)
 	Layout(ctx context.Context, family, period string) (gateway.Layout, error)
@@ -54,7 +70,6 @@ type Service interface {
 	Settle(ctx context.Context, family, period string, top int) (gateway.SettlementView, error)
 	SettlementOf(ctx context.Context, family, period string) (gateway.SettlementView, error)
 	Archive(ctx context.Context, family, period string) (gateway.PeriodDetail, error)
-	Correct(ctx context.Context, c gateway.Correction) (gateway.EventResult, error)
 	Rebuild(ctx context.Context, b gateway.BoardRef) (gateway.RebuildReport, error)
 	Reconcile(ctx context.Context, b gateway.BoardRef) (gateway.ReconcileReport, error)
 	DecideReview(ctx context.Context, id, family, period, operator string, accept bool) (gateway.ReviewDecision, error)
@@ -63,6 +78,16 @@ type Service interface {
 	AckAward(ctx context.Context, key string) (gateway.AwardView, error)
 	RetryAward(ctx context.Context, key string) (gateway.AwardView, error)
 }
+
+// Service is every part at once, plus readiness (GET /readyz).
+type Service interface {
+	Writes
+	Reads
+	Lifecycle
+	Ready(ctx context.Context) error
+}
+
+var _ Service = (*gateway.Service)(nil)
 
 // Options are the dependencies of the handler. Every field may be nil.
 type Options struct {
@@ -109,7 +134,11 @@ const (
 var _ http.Handler = (*server)(nil)
 
 type server struct {
-	svc     Service
+	// The service, one view per route group (see Service).
+	writes  Writes
+	reads   Reads
+	life    Lifecycle
+	ready   func(context.Context) error
 	log     *slog.Logger
 	metrics *metrics
 	mux     *http.ServeMux
@@ -149,7 +178,7 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{svc: svc, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
+	s := &server{writes: svc, reads: svc, life: svc, ready: svc.Ready, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
 		lingerBytes: lingerBytes, lingerTime: lingerTime, openapi: doc}
 	s.families = opts.Families
 	s.routes(opts.Auth, opts.Gatherer)

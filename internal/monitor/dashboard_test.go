@@ -100,17 +100,10 @@ type ruleFile struct {
 	} `yaml:"groups"`
 }
 
-// flakyBackend fails Seek on one key on cue: a shard that does not answer.
+// flakyBackend fails the reads of one key on cue: a shard that does not answer.
 type flakyBackend struct {
 	gateway.Backend
 	fail atomic.Pointer[string]
-}
-
-func (b *flakyBackend) Seek(ctx context.Context, key string, a store.SeekArgs, replica bool) (store.SeekResult, error) {
-	if k := b.fail.Load(); k != nil && *k == key {
-		return store.SeekResult{}, errors.New("injected shard failure")
-	}
-	return b.Backend.Seek(ctx, key, a, replica)
 }
 
 // ReadShards fails the reads of the chosen key; the rest go to Redis.

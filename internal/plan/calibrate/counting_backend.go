@@ -125,29 +125,9 @@ func (c *countingBackend) ReadShards(ctx context.Context, reads []store.ShardRea
 	c.Backend.ReadShards(ctx, reads, replica, out)
 }
 
-func (c *countingBackend) Seek(ctx context.Context, key string, a store.SeekArgs, replica bool) (store.SeekResult, error) {
-	c.add(1, 0)
-	return c.Backend.Seek(ctx, key, a, replica)
-}
-
-func (c *countingBackend) Positions(ctx context.Context, key string, probes []store.Probe, replica bool) (store.Positions, error) {
-	c.add(1, 0)
-	return c.Backend.Positions(ctx, key, probes, replica)
-}
-
 func (c *countingBackend) Scores(ctx context.Context, key string, members []string, replica bool) ([]int64, []bool, error) {
 	c.add(1, 0)
 	return c.Backend.Scores(ctx, key, members, replica)
-}
-
-func (c *countingBackend) Count(ctx context.Context, key string, lo, hi int64, replica bool) (int64, error) {
-	c.add(1, 0)
-	c.mu.Lock()
-	if c.on {
-		c.n.zcount++
-	}
-	c.mu.Unlock()
-	return c.Backend.Count(ctx, key, lo, hi, replica)
 }
 
 func (c *countingBackend) Card(ctx context.Context, key string, replica bool) (int64, error) {
