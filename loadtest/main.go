@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/rankgate/rankgate/client"
+	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/workload"
 )
 
@@ -226,30 +227,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.rounds < 1 || c.rounds > 100 || (c.rounds > 1 && sc.Duration/time.Duration(c.rounds) < time.Second) {
 		return fmt.Errorf("-rounds must be within 1..100 and leave phases of at least 1s, got %d over %s", c.rounds, sc.Duration)
 	}
-	cfg, cfgErr := loadGatewayConfig(sc.Config)
-	needBaseline := c.baseline || c.compareBaseline || (c.prefillDirect && sc.Prefill.Members > 0)
-	valueField := "delta"
-	if cfgErr != nil {
-		if needBaseline {
-			return fmt.Errorf("-config %s (the baseline needs it): %w", sc.Config, cfgErr)
-		}
-		fmt.Fprintf(stderr, "note: no gateway config (%v); assuming family %s sums deltas\n", cfgErr, sc.Family)
-	} else {
-		f, ok := cfg.Families[sc.Family]
-		if !ok {
-			return fmt.Errorf("family %q is not in %s (families: %s)", sc.Family, sc.Config, strings.Join(cfg.FamilyNames, ", "))
-		}
-		if f.Aggregate != "" && f.Aggregate != "sum" {
-			valueField = "value"
-		}
-		for _, d := range []struct {
-			typ, flag string
-			n         int
-		}{{workload.BoardProvince, "provinces", sc.Provinces}, {workload.BoardClass, "classes", sc.Classes}} {
-			if _, has := f.Dimensions[d.typ]; d.n > 0 && !has {
-				return fmt.Errorf("family %s has no %s dimension: pass -%s 0", sc.Family, d.typ, d.flag)
-			}
-		}
+	cfg, valueField, err := gatewayFamily(sc, c, stderr)
+	if err != nil {
+		return err
 	}
 	w, err := NewWorld(sc, valueField)
 	if err != nil {
@@ -261,26 +241,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		dir = filepath.Join("loadtest", "results", runID)
 	}
 
-	var pre *PrefillStats
-	if sc.Prefill.Members > 0 {
-		send, via := httpSend(w), "the gateway"
-		if c.prefillDirect {
-			bl, err := NewBaseline(ctx, w, cfg)
-			if err != nil {
-				return fmt.Errorf("prefill: %w", err)
-			}
-			defer bl.Close()
-			send, via = directSend(w, bl, 200*time.Millisecond), "Redis directly (-prefill-direct)"
-		} else if err := gatewayReady(ctx, sc.Gateway); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "prefill: members %s%d … %s%d of family %s through %s (batches of %d, %d in flight)\n",
-			sc.MemberPrefix, sc.Prefill.From, sc.MemberPrefix, sc.Prefill.Members-1, sc.Family, via, sc.Prefill.Batch, sc.Prefill.Concurrency)
-		pre, err = prefill(ctx, w, stderr, c.prefillTimeout, send)
-		if err != nil {
-			return fmt.Errorf("prefill: %w", err)
-		}
-		fmt.Fprintf(stdout, "prefill: %d members in %.1fs (%.0f events/s, %d failed items)\n", pre.Events, pre.Seconds, pre.Rate, pre.Failed)
+	pre, err := runPrefill(ctx, sc, c, w, cfg, stdout, stderr)
+	if err != nil {
+		return err
 	}
 	if sc.Duration == 0 {
 		return nil
@@ -306,37 +269,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		targets = append(targets, t)
 	}
-	// Rounds interleave the targets (gateway, baseline, gateway, …), each
-	// phase 1/rounds of the duration, so that a noisy machine weighs on both
-	// alike; each target's results pool its phases.
-	phase := *sc
-	phase.Duration = sc.Duration / time.Duration(c.rounds)
-	if sc.Requests > 0 {
-		phase.Requests = max(sc.Requests/int64(c.rounds), 1)
-	}
-rounds:
-	for r := range c.rounds {
-		for i, t := range targets {
-			if (r > 0 || i > 0) && c.pause > 0 {
-				select {
-				case <-ctx.Done():
-					break rounds
-				case <-time.After(c.pause):
-				}
-			}
-			if r == 0 && c.warmup > 0 {
-				t.warmup(ctx, &phase, c, stderr)
-			}
-			label := fmt.Sprintf("[%s %s]", t.name, sc.Mode)
-			if c.rounds > 1 {
-				label = fmt.Sprintf("[%s %s %d/%d]", t.name, sc.Mode, r+1, c.rounds)
-			}
-			t.phase(ctx, &phase, c, label, fmt.Sprintf("%s%s%d", runID, t.name[:1], r), stderr)
-			if ctx.Err() != nil {
-				break rounds
-			}
-		}
-	}
+	runRounds(ctx, targets, sc, c, runID, stderr)
 	var results []*Result
 	for _, t := range targets {
 		r := t.finish()
@@ -540,4 +473,98 @@ func reportFiles(w io.Writer, c *cli, files []string) error {
 	}
 	fmt.Fprintf(w, "\nreport: %s\n", path)
 	return nil
+}
+
+// gatewayFamily reads the gateway's config (the baseline and the direct
+// prefill need it; a plain run only notes its absence) and checks the
+// scenario's family against it: it answers the config (nil when absent) and
+// the event field the family takes ("delta" for sum, "value" for max/min).
+func gatewayFamily(sc *Scenario, c *cli, stderr io.Writer) (*config.Config, string, error) {
+	cfg, cfgErr := loadGatewayConfig(sc.Config)
+	needBaseline := c.baseline || c.compareBaseline || (c.prefillDirect && sc.Prefill.Members > 0)
+	valueField := "delta"
+	if cfgErr != nil {
+		if needBaseline {
+			return nil, "", fmt.Errorf("-config %s (the baseline needs it): %w", sc.Config, cfgErr)
+		}
+		fmt.Fprintf(stderr, "note: no gateway config (%v); assuming family %s sums deltas\n", cfgErr, sc.Family)
+	} else {
+		f, ok := cfg.Families[sc.Family]
+		if !ok {
+			return nil, "", fmt.Errorf("family %q is not in %s (families: %s)", sc.Family, sc.Config, strings.Join(cfg.FamilyNames, ", "))
+		}
+		if f.Aggregate != "" && f.Aggregate != "sum" {
+			valueField = "value"
+		}
+		for _, d := range []struct {
+			typ, flag string
+			n         int
+		}{{workload.BoardProvince, "provinces", sc.Provinces}, {workload.BoardClass, "classes", sc.Classes}} {
+			if _, has := f.Dimensions[d.typ]; d.n > 0 && !has {
+				return nil, "", fmt.Errorf("family %s has no %s dimension: pass -%s 0", sc.Family, d.typ, d.flag)
+			}
+		}
+	}
+	return cfg, valueField, nil
+}
+
+// runPrefill loads the scenario's prefill members through the gateway or,
+// with -prefill-direct, straight into Redis; nil when nothing is prefilled.
+func runPrefill(ctx context.Context, sc *Scenario, c *cli, w *World, cfg *config.Config, stdout, stderr io.Writer) (*PrefillStats, error) {
+	if sc.Prefill.Members == 0 {
+		return nil, nil
+	}
+	send, via := httpSend(w), "the gateway"
+	if c.prefillDirect {
+		bl, err := NewBaseline(ctx, w, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("prefill: %w", err)
+		}
+		defer bl.Close()
+		send, via = directSend(w, bl, 200*time.Millisecond), "Redis directly (-prefill-direct)"
+	} else if err := gatewayReady(ctx, sc.Gateway); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "prefill: members %s%d … %s%d of family %s through %s (batches of %d, %d in flight)\n",
+		sc.MemberPrefix, sc.Prefill.From, sc.MemberPrefix, sc.Prefill.Members-1, sc.Family, via, sc.Prefill.Batch, sc.Prefill.Concurrency)
+	pre, err := prefill(ctx, w, stderr, c.prefillTimeout, send)
+	if err != nil {
+		return nil, fmt.Errorf("prefill: %w", err)
+	}
+	fmt.Fprintf(stdout, "prefill: %d members in %.1fs (%.0f events/s, %d failed items)\n", pre.Events, pre.Seconds, pre.Rate, pre.Failed)
+	return pre, nil
+}
+
+// runRounds runs the measured phases. Rounds interleave the targets
+// (gateway, baseline, gateway, …), each phase 1/rounds of the duration, so
+// that a noisy machine weighs on both alike; each target's results pool its
+// phases. It stops early when ctx ends.
+func runRounds(ctx context.Context, targets []*targetRun, sc *Scenario, c *cli, runID string, stderr io.Writer) {
+	phase := *sc
+	phase.Duration = sc.Duration / time.Duration(c.rounds)
+	if sc.Requests > 0 {
+		phase.Requests = max(sc.Requests/int64(c.rounds), 1)
+	}
+	for r := range c.rounds {
+		for i, t := range targets {
+			if (r > 0 || i > 0) && c.pause > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(c.pause):
+				}
+			}
+			if r == 0 && c.warmup > 0 {
+				t.warmup(ctx, &phase, c, stderr)
+			}
+			label := fmt.Sprintf("[%s %s]", t.name, sc.Mode)
+			if c.rounds > 1 {
+				label = fmt.Sprintf("[%s %s %d/%d]", t.name, sc.Mode, r+1, c.rounds)
+			}
+			t.phase(ctx, &phase, c, label, fmt.Sprintf("%s%s%d", runID, t.name[:1], r), stderr)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
 }

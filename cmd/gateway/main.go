@@ -263,22 +263,11 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		return err
 	}
 
-	tr, err := telemetry.Setup(ctx, cfg.Tracing.Enabled, version, getenv)
+	tr, tp, flushSpans, err := startTracing(ctx, cfg, getenv, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := tr.Shutdown(sctx); err != nil {
-			log.Warn("tracing: flushing spans at shutdown", "err", err)
-		}
-	}()
-	var tp trace.TracerProvider // nil: nothing instrumented
-	if tr.Enabled {
-		tp = tr.Provider
-		log.Info("tracing on: OTLP/HTTP export as the OTEL_* variables say")
-	}
+	defer flushSpans()
 
 	st, closeStore, err := openStore(ctx, cfg, getenv, log, reg, tp)
 	if err != nil {
@@ -336,6 +325,35 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 			return err
 		}
 	}
+	return serveUntilDone(ctx, srv, ln, log)
+}
+
+// startTracing sets up OpenTelemetry as the config and the OTEL_* variables
+// say; tp is nil (nothing instrumented) when tracing is off. flush sends the
+// spans still buffered, bounded to 5 s.
+func startTracing(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger) (telemetry.Tracing, trace.TracerProvider, func(), error) {
+	tr, err := telemetry.Setup(ctx, cfg.Tracing.Enabled, version, getenv)
+	if err != nil {
+		return telemetry.Tracing{}, nil, nil, err
+	}
+	flush := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(sctx); err != nil {
+			log.Warn("tracing: flushing spans at shutdown", "err", err)
+		}
+	}
+	var tp trace.TracerProvider
+	if tr.Enabled {
+		tp = tr.Provider
+		log.Info("tracing on: OTLP/HTTP export as the OTEL_* variables say")
+	}
+	return tr, tp, flush, nil
+}
+
+// serveUntilDone serves on ln until the server fails or ctx ends (a signal),
+// then shuts down gracefully: in-flight requests get up to 20 s.
+func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
