@@ -191,14 +191,7 @@ func (m *Merger[T]) mergeK(dst []T, n int) []T {
 		}
 		t[node] = a
 	}
-	w := t[1]
-	for node := 1; node < k; node++ {
-		win, loser := t[node], t[2*node]
-		if loser == win {
-			loser = t[2*node+1]
-		}
-		t[node] = loser
-	}
+	w := toLosers(t, k)
 
 	active := k
 	for left := n; left > 0; left-- {
@@ -300,14 +293,7 @@ func (m *Merger[T]) lastK(dst []T) {
 		}
 		t[node] = a
 	}
-	w := t[1]
-	for node := 1; node < k; node++ {
-		win, loser := t[node], t[2*node]
-		if loser == win {
-			loser = t[2*node+1]
-		}
-		t[node] = loser
-	}
+	w := toLosers(t, k)
 
 	active := k
 	for p := len(dst) - 1; p >= 0; p-- {
@@ -349,4 +335,19 @@ func laterTail[T any](cur [][]T, less func(a, b T) bool, a, b int) bool {
 		return !less(ta, tb)
 	}
 	return less(tb, ta)
+}
+
+// toLosers turns a winner tree (t[node] = winner of its two children, leaves
+// at k..2k-1) into a loser tree in place: every inner node keeps the loser
+// of its match instead. It answers the overall winner, which t[1] held.
+func toLosers(t []int, k int) int {
+	w := t[1]
+	for node := 1; node < k; node++ {
+		win, loser := t[node], t[2*node]
+		if loser == win {
+			loser = t[2*node+1]
+		}
+		t[node] = loser
+	}
+	return w
 }
