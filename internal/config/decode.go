@@ -2,10 +2,8 @@ package config
 
 import (
 	"bytes"
-
 	"errors"
 	"fmt"
-	"github.com/rankgate/rankgate/internal/period"
 	"io"
 	"maps"
 	"math"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/rankgate/rankgate/internal/period"
 )
 
 // decode walks the YAML node tree itself (rather than yaml's KnownFields)
