@@ -45,8 +45,8 @@ func (s *Service) startRead(ctx context.Context, ref BoardRef, o ReadOptions) (*
 		return nil, err
 	}
 	rc := &readCtx{b: b, o: o}
-	// Until the hot-reads work lands every level is served from the masters,
-	// and the answer says so.
+	// The source starts as the masters; serve (consistency.go) sets the level
+	// that really answered (cache, replica or primary).
 	rc.meta = ReadMeta{Board: b.name(), Source: SourcePrimary, AsOf: s.now().UTC()}
 	return rc, nil
 }
