@@ -88,8 +88,8 @@ prefill:
 				}
 			},
 		},
-		{name: "unknown key", yaml: "rate: 10\nrat: 20\n", wantErr: "field rat not found"},
-		{name: "unknown op key", yaml: "ops: [{op: top, weigth: 1}]", wantErr: "field weigth not found"},
+		{name: "unknown key", yaml: "rate: 10\nrat: 20\n", wantErr: "rat: unknown key (line 2;"},
+		{name: "unknown op key", yaml: "ops: [{op: top, weigth: 1}]", wantErr: "ops[0].weigth: unknown key (line 1;"},
 		{name: "bad duration", yaml: "duration: ten seconds", wantErr: "time.Duration"},
 		{name: "not a map", yaml: "- 1\n- 2\n", wantErr: "cannot unmarshal"},
 	}

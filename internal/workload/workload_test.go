@@ -248,7 +248,18 @@ func TestDecodeOver(t *testing.T) {
 			}
 		}},
 		{name: "unknown key ignored when not strict", yaml: "gateway: http://x\n"},
-		{name: "unknown key refused when strict", yaml: "gateway: http://x\n", strict: true, wantErr: "field gateway not found"},
+		{name: "unknown key refused when strict", yaml: "gateway: http://x\n", strict: true, wantErr: "gateway: unknown key (line 1; known keys: "},
+		{name: "known keys are listed, inline ones included", yaml: "gateway: http://x\n", strict: true, wantErr: "known keys: board_skew, classes, delta_max, family, member_prefix, member_skew, members, ops, provinces)"},
+		{name: "an unknown key inside a list names its place", yaml: "members: 5\nops:\n  - {op: top, weight: 1}\n  - {op: top, weigth: 1}\n", strict: true,
+			wantErr: "ops[1].weigth: unknown key (line 4;"},
+		{name: "every unknown key at once", yaml: "membres: 5\nops: [{op: top, limt: 3}]\n", strict: true, wantErr: "membres: unknown key (line 1;"},
+		{name: "every unknown key at once, the second", yaml: "membres: 5\nops: [{op: top, limt: 3}]\n", strict: true, wantErr: "ops[0].limt: unknown key (line 2;"},
+		{name: "an alias is checked as what it stands for", yaml: "ops: [&o {op: top, bad: 1}, *o]\n", strict: true, wantErr: "ops[1].bad: unknown key (line 1;"},
+		{name: "a strict document with known keys only decodes", yaml: "members: 7\nops: [{op: top, weight: 2, limit: 10}]\n", strict: true, check: func(t *testing.T, d doc) {
+			if d.Members != 7 || len(d.Ops) != 1 || d.Ops[0].Limit != 10 {
+				t.Errorf("got %+v", d)
+			}
+		}},
 		{name: "a bad document keeps the mix", yaml: "ops: [{op: top, weight: x}]\n", wantErr: "cannot unmarshal", check: func(t *testing.T, d doc) {
 			if len(d.Ops) != len(DefaultOps()) {
 				t.Errorf("mix after a failed decode: %+v", d.Ops)
