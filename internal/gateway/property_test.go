@@ -277,6 +277,22 @@ func sameEntries(t *testing.T, what string, got []rank.Entry, want []refEntry) {
 	}
 }
 
+// wantPercentile is the share of the board strictly behind want[i] — fewer
+// points under competition ranking, later positions under ordinal — as
+// Member answers it (hundredths, rounded down).
+func wantPercentile(want []refEntry, i int, comp bool) float64 {
+	n := int64(len(want))
+	last := i // the last entry with at least want[i]'s points
+	for comp && last+1 < len(want) && want[last+1].points == want[i].points {
+		last++
+	}
+	behind := n - int64(last) - 1
+	if behind <= 0 {
+		return 0
+	}
+	return float64(behind*10000/n) / 100
+}
+
 func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *rand.Rand) {
 	t.Helper()
 	ctx := context.Background()
@@ -335,16 +351,26 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 		cur = page.NextCursor
 	}
 	sameEntries(t, name+" cursor walk", walked, want)
-	// Every member's standing.
-	for _, w := range want {
-		ms, err := svc.Member(ctx, ref, w.user, o)
-		if err != nil {
-			t.Fatalf("%s member %s: %v", name, w.user, err)
-		}
-		if ms.Points != w.points || ms.Position != w.position || ms.Rank != w.rank || ms.Members != int64(len(want)) {
-			t.Fatalf("%s member %s = %+v, want %+v of %d", name, w.user, ms, w, len(want))
+	// Every member's standing, percentile included: natively (every points
+	// group here is smaller than the default band), then with a band of two,
+	// where the shards whose points group holds two members or more are asked
+	// again with position.lua and the others answer natively, in one read.
+	for _, band := range []int{0, 2} {
+		svc.rp.Band = band
+		for i, w := range want {
+			ms, err := svc.Member(ctx, ref, w.user, o)
+			if err != nil {
+				t.Fatalf("%s member %s (band %d): %v", name, w.user, band, err)
+			}
+			if ms.Points != w.points || ms.Position != w.position || ms.Rank != w.rank || ms.Members != int64(len(want)) {
+				t.Fatalf("%s member %s (band %d) = %+v, want %+v of %d", name, w.user, band, ms, w, len(want))
+			}
+			if p := wantPercentile(want, i, board.comp); ms.Percentile != p {
+				t.Fatalf("%s member %s (band %d): percentile %v, want %v", name, w.user, band, ms.Percentile, p)
+			}
 		}
 	}
+	svc.rp.Band = 0
 	if _, err := svc.Member(ctx, ref, "nobody", o); rank.CodeOf(err) != rank.CodeNotRanked {
 		t.Fatalf("%s absent member: %v, want not_ranked", name, err)
 	}

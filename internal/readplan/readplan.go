@@ -57,6 +57,12 @@ type Reader struct {
 	// Timeout bounds each node's round trip.
 	Timeout time.Duration
 	Obs     Observer
+	// Band is how many members of a probe's points group a native probe
+	// reads at most (0: store.DefaultBand).
+	Band int
+	// ScriptProbes sends every probe as position.lua (the yardstick's
+	// comparison of the two forms); by default up to NativeProbes go native.
+	ScriptProbes bool
 }
 
 // Board is one read's view of a board: its shard keys (index = shard) and
@@ -388,26 +394,43 @@ func (st Standing) RankOf(mode rank.RankMode, j int) int64 {
 	return st.Ahead[j] + 1
 }
 
-// Probe asks every shard where each (score, member) stands.
+// NativeProbes is the most probes a read sends as native commands
+// (store.ReadPlace: on each shard a ZCARD and, per probe, a ZCOUNT and a
+// bounded read of the probe's points group); a read with more probes sends
+// position.lua, one script per shard for all of them.
+const NativeProbes = 4
+
+// Probe asks every shard where each (score, member) stands. Up to
+// NativeProbes probes go out as native commands; a shard where a probe's
+// points group is too large to read whole (ShardReply.Open: the tie-group
+// binary search is needed) is asked again with position.lua, in one more
+// fan-out over those shards only.
 func (r *Reader) Probe(ctx context.Context, op string, b *Board, enc rank.Encoding, items []rank.Item) (Standing, []int, error) {
 	probes := make([]store.Probe, len(items))
 	for i, it := range items {
 		p := enc.PointsOf(it.Score)
 		probes[i] = store.Probe{Score: it.Score, Member: it.Member, MoreMin: enc.MinScoreAbove(p), SameMin: enc.MinScoreOf(p)}
 	}
+	kind := store.ReadPlace
+	if r.ScriptProbes || len(items) > NativeProbes {
+		kind = store.ReadPositions
+	}
 	reads := make([]store.ShardRead, b.N())
 	for i := range reads {
-		reads[i] = store.ShardRead{Kind: store.ReadPositions, Key: b.Keys[i], Probes: probes}
+		reads[i] = store.ShardRead{Kind: kind, Key: b.Keys[i], Probes: probes, Band: r.Band}
 	}
 	res, missing, err := r.Fanout(ctx, op, b, AllShards(b.N()), reads)
 	if err != nil {
+		return Standing{}, nil, err
+	}
+	if missing, err = r.probeGroups(ctx, op, b, probes, reads, res, missing); err != nil {
 		return Standing{}, nil, err
 	}
 	m := len(items)
 	cols := make([]int64, 3*m)
 	st := Standing{Ahead: cols[:m:m], More: cols[m : 2*m : 2*m], Least: cols[2*m:]}
 	for i := range res {
-		if res[i].Err != nil {
+		if res[i].Err != nil || res[i].Open {
 			continue
 		}
 		p := &res[i].Positions
@@ -418,7 +441,40 @@ func (r *Reader) Probe(ctx context.Context, op string, b *Board, enc rank.Encodi
 			st.Least[j] += p.AtLeast[j]
 		}
 	}
-	return st, missing, nil
+	slices.Sort(missing)
+	return st, slices.Compact(missing), nil
+}
+
+// probeGroups re-asks the shards whose native probe came back Open with
+// position.lua and puts the answers in res; with AllowPartial a shard whose
+// second read failed joins missing (its Open reply is not counted).
+func (r *Reader) probeGroups(ctx context.Context, op string, b *Board, probes []store.Probe, reads []store.ShardRead, res []store.ShardReply, missing []int) ([]int, error) {
+	var open []int
+	for i := range res {
+		if res[i].Err == nil && res[i].Open {
+			open = append(open, i)
+		}
+	}
+	if len(open) == 0 {
+		return missing, nil
+	}
+	again := reads[:len(open)]
+	for j, i := range open {
+		again[j] = store.ShardRead{Kind: store.ReadPositions, Key: b.Keys[i], Probes: probes}
+	}
+	res2, missing2, err := r.Fanout(ctx, op+"_group", b, open, again)
+	switch {
+	case err != nil && b.AllowPartial && ctx.Err() == nil && len(missing)+len(open) < b.N():
+		return append(missing, open...), nil // every re-asked shard failed, others answered
+	case err != nil:
+		return nil, err
+	}
+	for j, i := range open {
+		if res2[j].Err == nil {
+			res[i] = res2[j]
+		}
+	}
+	return append(missing, missing2...), nil
 }
 
 // Window is the answer of Around: the entries around a member in board order

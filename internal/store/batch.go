@@ -21,7 +21,13 @@ const (
 	ReadScores                        // Members: ZMSCORE
 	ReadCount                         // Lo, Hi: ZCOUNT
 	ReadCard                          // ZCARD
+	ReadPlace                         // Probes natively: ZCARD, then per probe ZCOUNT and its points group
 )
+
+// DefaultBand is how many members of a probe's points group a native
+// position probe (ReadPlace) reads at most; a larger group is left to
+// position.lua (ShardReply.Open).
+const DefaultBand = 32
 
 // ShardRead is one read of one shard key inside a batch.
 type ShardRead struct {
@@ -31,6 +37,9 @@ type ShardRead struct {
 	Probes  []Probe
 	Members []string
 	Lo, Hi  int64
+	// Band (ReadPlace): the most members of a probe's points group to read;
+	// 0 is DefaultBand.
+	Band int
 }
 
 // ShardReply is the answer to one ShardRead; Err is that read's own error
@@ -41,12 +50,28 @@ type ShardReply struct {
 	Scores    []int64
 	Found     []bool
 	N         int64 // ReadCount, ReadCard
-	Err       error
+	// Open (ReadPlace): some probe's points group holds Band members or more
+	// on this shard, so Positions is not filled: ask position.lua instead.
+	Open bool
+	Err  error
 }
 
-// Commands returns how many Redis commands a read sends (one each: a
-// ZREVRANGE, an EVALSHA, a ZMSCORE, a ZCOUNT or a ZCARD).
-func (r ShardRead) Commands() int { return 1 }
+// Commands returns how many Redis commands a read sends: one (a ZREVRANGE,
+// an EVALSHA, a ZMSCORE, a ZCOUNT or a ZCARD), or for a native position
+// probe a ZCARD and two per probe.
+func (r ShardRead) Commands() int {
+	if r.Kind == ReadPlace {
+		return 1 + 2*len(r.Probes)
+	}
+	return 1
+}
+
+func (r ShardRead) band() int64 {
+	if r.Band > 0 {
+		return int64(r.Band)
+	}
+	return DefaultBand
+}
 
 // Native reports whether a seek is answered by a plain ZREVRANGE: a read from
 // the head of a shard with no count and no floor (every first round of a
@@ -81,13 +106,26 @@ func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool,
 	defer cancel()
 	c, ro := s.reader(replica)
 	cmds := make([]redis.Cmder, len(reads))
+	var places [][]redis.Cmder // ReadPlace: its commands, the first in cmds
 	pipe := c.Pipeline()
 	for i := range reads {
+		if reads[i].Kind == ReadPlace {
+			if places == nil {
+				places = make([][]redis.Cmder, len(reads))
+			}
+			places[i] = queuePlace(ctx, pipe, &reads[i])
+			cmds[i] = places[i][0]
+			continue
+		}
 		cmds[i] = s.queueRead(ctx, pipe, &reads[i], ro)
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
 	for i := range reads {
 		r := &reads[i]
+		if r.Kind == ReadPlace {
+			out[i] = s.parsePlace(r, places[i])
+			continue
+		}
 		cmd := cmds[i]
 		if sc, ok := cmd.(*redis.Cmd); ok && isNoScript(sc.Err()) {
 			s.m.noscript.Inc()
@@ -95,6 +133,68 @@ func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool,
 		}
 		out[i] = s.parseRead(r, cmd)
 	}
+}
+
+// queuePlace queues a native position probe: ZCARD, then per probe
+// ZCOUNT key MoreMin +inf (strictly more points) and the probe's points group
+// [SameMin, MoreMin−1] with scores, at most Band of it. Every command is a
+// read, so the same commands serve a replica.
+func queuePlace(ctx context.Context, p redis.Pipeliner, r *ShardRead) []redis.Cmder {
+	cmds := make([]redis.Cmder, 0, 1+2*len(r.Probes))
+	cmds = append(cmds, p.ZCard(ctx, r.Key))
+	for _, pr := range r.Probes {
+		cmds = append(cmds,
+			p.ZCount(ctx, r.Key, fmtScore(pr.MoreMin), "+inf"),
+			p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: fmtScore(pr.SameMin), Stop: fmtScore(pr.MoreMin - 1),
+				ByScore: true, Count: r.band()}))
+	}
+	return cmds
+}
+
+// parsePlace derives what position.lua answers from a native probe's
+// replies. For a probe (s, m) whose points group is G (scores in [SameMin,
+// MoreMin)) and whose strictly-more count is M: ahead = M + members of G with
+// a higher score + members of G with score s and greater bytes (ZREVRANGE
+// order), at least as many points = M + |G|. When G filled the band it may
+// hold more than was read: the reply is Open and Positions stays empty.
+func (s *Store) parsePlace(r *ShardRead, cmds []redis.Cmder) ShardReply {
+	var out ShardReply
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			out.Err = s.fail("position", err)
+			return out
+		}
+	}
+	for _, pr := range r.Probes {
+		if pr.SameMin > pr.Score || pr.Score >= pr.MoreMin {
+			out.Err = fmt.Errorf("position: native probe needs SameMin ≤ Score < MoreMin, got %d ≤ %d < %d", pr.SameMin, pr.Score, pr.MoreMin)
+			return out
+		}
+	}
+	n := len(r.Probes)
+	cols := make([]int64, 3*n)
+	p := Positions{Card: cmds[0].(*redis.IntCmd).Val(), Ahead: cols[:n:n], More: cols[n : 2*n : 2*n], AtLeast: cols[2*n:]}
+	for j, pr := range r.Probes {
+		more := cmds[1+2*j].(*redis.IntCmd).Val()
+		group := cmds[2+2*j].(*redis.ZSliceCmd).Val()
+		if int64(len(group)) >= r.band() {
+			return ShardReply{Open: true}
+		}
+		ahead := more
+		for _, z := range group {
+			sc, ok := rank.FromFloat(z.Score)
+			if !ok {
+				out.Err = fmt.Errorf("position: score %v is not an integer within ±2^53", z.Score)
+				return out
+			}
+			if m, _ := z.Member.(string); sc > pr.Score || (sc == pr.Score && m > pr.Member) {
+				ahead++
+			}
+		}
+		p.Ahead[j], p.More[j], p.AtLeast[j] = ahead, more, more+int64(len(group))
+	}
+	out.Positions = p
+	return out
 }
 
 func (s *Store) queueRead(ctx context.Context, p redis.Pipeliner, r *ShardRead, ro bool) redis.Cmder {

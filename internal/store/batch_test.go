@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
@@ -122,5 +124,113 @@ func TestReadShardsNoScript(t *testing.T) {
 	}
 	if err := store.Preload(ctx, e.c); err != nil {
 		t.Fatalf("Preload: %v", err)
+	}
+}
+
+// TestNativeProbeMatchesScript: a native position probe (ReadPlace: ZCARD,
+// ZCOUNT and a bounded read of the probe's points group) answers exactly
+// what position.lua answers — present and absent members, equal scores,
+// points groups with several scores (tie "first") and with one (tie
+// "member") — or says Open exactly when the points group holds band members
+// or more, in which case it claims nothing.
+func TestNativeProbeMatchesScript(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxT(t, 20*time.Second)
+	key := e.layout.ZKey(shard.Board{Family: "place", Period: "all", DimType: shard.National}, 0, 1)
+	var zs []redis.Z
+	score := map[string]int64{}
+	for j := 0; j < 80; j++ {
+		m := fmt.Sprintf("m%03d", (j*37)%80)
+		s := int64(j%4)*10 + int64(j%3) // points groups of 10 scores, equal scores inside
+		if j%11 == 0 {
+			s = -25 // a negative group
+		}
+		zs = append(zs, redis.Z{Score: float64(s), Member: m})
+		score[m] = s
+	}
+	if err := e.c.ZAdd(ctx, key, zs...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// probesOf: (score, member) with the points group of an encoding of
+	// base b (b = 0: the group is the score itself).
+	probe := func(s int64, m string, b int64) store.Probe {
+		if b == 0 {
+			return store.Probe{Score: s, Member: m, MoreMin: s + 1, SameMin: s}
+		}
+		lo := s - ((s%b)+b)%b
+		return store.Probe{Score: s, Member: m, MoreMin: lo + b, SameMin: lo}
+	}
+	var probes []store.Probe
+	for _, b := range []int64{0, 10} {
+		for m, s := range score {
+			probes = append(probes, probe(s, m, b))
+		}
+		for _, s := range []int64{-30, -25, 0, 1, 5, 11, 21, 22, 32, 99} {
+			for _, m := range []string{"", "m040", "m0405", "zz"} {
+				probes = append(probes, probe(s, m, b))
+			}
+		}
+	}
+	groupSize := func(p store.Probe) int {
+		n := 0
+		for _, s := range score {
+			if s >= p.SameMin && s < p.MoreMin {
+				n++
+			}
+		}
+		return n
+	}
+	opened := 0
+	for _, band := range []int{1, 2, 3, 8, 0} {
+		var reads []store.ShardRead
+		for _, p := range probes {
+			reads = append(reads, store.ShardRead{Kind: store.ReadPlace, Key: key, Probes: []store.Probe{p}, Band: band})
+		}
+		// and all of them at once per group of four
+		for i := 0; i+4 <= len(probes); i += 4 {
+			reads = append(reads, store.ShardRead{Kind: store.ReadPlace, Key: key, Probes: probes[i : i+4], Band: band})
+		}
+		out := make([]store.ShardReply, len(reads))
+		e.s.ReadShards(ctx, reads, false, out)
+		for i, r := range reads {
+			if out[i].Err != nil {
+				t.Fatalf("band %d probe %+v: %v", band, r.Probes, out[i].Err)
+			}
+			limit := band
+			if limit == 0 {
+				limit = store.DefaultBand
+			}
+			open := false
+			for _, p := range r.Probes {
+				open = open || groupSize(p) >= limit
+			}
+			if out[i].Open != open {
+				t.Fatalf("band %d probes %+v: open %v, want %v", band, r.Probes, out[i].Open, open)
+			}
+			if open {
+				opened++
+				if out[i].Positions.Ahead != nil {
+					t.Fatalf("band %d: an open reply claims positions %+v", band, out[i].Positions)
+				}
+				continue
+			}
+			want, err := e.s.Positions(ctx, key, r.Probes, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(out[i].Positions, want) {
+				t.Fatalf("band %d probes %+v:\n native %+v\n script %+v", band, r.Probes, out[i].Positions, want)
+			}
+		}
+	}
+	if opened == 0 {
+		t.Fatal("no probe met a points group larger than its band")
+	}
+	// A probe outside its own points group is refused, not answered wrong.
+	out := make([]store.ShardReply, 1)
+	e.s.ReadShards(ctx, []store.ShardRead{{Kind: store.ReadPlace, Key: key, Probes: []store.Probe{{Score: 5, MoreMin: 5, SameMin: 0}}}}, false, out)
+	if out[0].Err == nil {
+		t.Fatal("a probe with Score ≥ MoreMin was answered")
 	}
 }
