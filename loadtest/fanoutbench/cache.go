@@ -65,9 +65,9 @@ func measureCache(ctx context.Context, hc *http.Client, r cacheRun, fam string, 
 		g := r.gateways[next.Add(1)%uint64(len(r.gateways))]
 		return get(ctx, hc, fmt.Sprintf("%s/v1/boards/%s/all/national/top?limit=%d", g, fam, limit))
 	}
-	start := time.Now()
-	rate, errs := closedLoop(ctx, do, workers, d)
-	elapsed := time.Since(start).Seconds()
+	n, took, errs := closedLoop(ctx, do, workers, d)
+	elapsed := took.Seconds()
+	rate := float64(n) / elapsed
 	if errs > 0 {
 		return 0, 0, fmt.Errorf("%s: %d errors", r.name, errs)
 	}

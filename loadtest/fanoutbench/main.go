@@ -5,7 +5,11 @@
 // unsharded sorted set), against what a program would do straight on Redis:
 // the naive fan-out (a goroutine per shard asking each shard for 100), the
 // same fan-out in one cluster pipeline, ZREVRANGE on the one sorted set, and
-// ZREVRANK+ZSCORE on it. It prints req/s per round and the ratios.
+// ZREVRANK+ZSCORE on it — and, to split HTTP from the read itself, the
+// gateway's read plan (internal/readplan) for a rank without HTTP, with
+// native position probes and with position.lua. Inside a round the
+// measurements take turns in short slices. It prints req/s per round and the
+// ratios.
 //
 // It talks HTTP to the gateway and, for the prefill and the direct-to-Redis
 // yardsticks, straight to Redis — like the load tool's baseline.
@@ -35,6 +39,7 @@ import (
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/merge"
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/readplan"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/workload"
@@ -45,6 +50,7 @@ type options struct {
 	fam16, fam1     string
 	members         int
 	rounds, workers int
+	slices          int
 	duration        time.Duration
 	prefill         bool
 	limit, radius   int
@@ -62,7 +68,8 @@ func main() {
 	flag.IntVar(&o.members, "members", 1_000_000, "members on each board")
 	flag.IntVar(&o.rounds, "rounds", 2, "interleaved rounds")
 	flag.IntVar(&o.workers, "workers", 8, "closed-loop workers")
-	flag.DurationVar(&o.duration, "duration", 5*time.Second, "time per measurement")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "time per measurement and round")
+	flag.IntVar(&o.slices, "slices", 10, "slices per measurement and round: the measurements take turns slice by slice")
 	flag.BoolVar(&o.prefill, "prefill", true, "load the boards straight into Redis first (pipelined ZADD)")
 	flag.IntVar(&o.limit, "limit", 100, "Top-N")
 	flag.IntVar(&o.radius, "radius", 5, "around-me radius (2r+1 entries)")
@@ -70,6 +77,7 @@ func main() {
 	flag.StringVar(&o.cacheLocal, "cache-local", "", "comma list of gateway URLs serving -family16 with cache_shared: false (the cache measurement)")
 	flag.StringVar(&o.cacheShared, "cache-shared", "", "comma list of gateway URLs serving -family16 with cache_shared: true")
 	flag.Parse()
+	o.slices = max(o.slices, 1)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fanoutbench:", err)
 		os.Exit(1)
@@ -151,29 +159,7 @@ func run(o options) error {
 		}
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * o.workers, MaxConnsPerHost: 4 * o.workers}, Timeout: 10 * time.Second}
-	flat := b1.keys[0]
-	top := func(fam string) op {
-		url := fmt.Sprintf("%s/v1/boards/%s/all/national/top?limit=%d&consistency=primary", o.gateway, fam, o.limit)
-		return func(ctx context.Context, r *rand.Rand) error { return get(ctx, hc, url) }
-	}
-	memberURL := func(fam, suffix string) op {
-		return func(ctx context.Context, r *rand.Rand) error {
-			return get(ctx, hc, fmt.Sprintf("%s/v1/boards/%s/all/national/members/%s%s", o.gateway, fam, member(r.IntN(o.members)), suffix))
-		}
-	}
-	around := fmt.Sprintf("/around?radius=%d&consistency=primary", o.radius)
-	ms := []measurement{
-		{"gw16_top", "(a) gateway, 16 shards, uncached Top-100 over HTTP", top(o.fam16)},
-		{"naive_goroutines", "(b) naive fan-out: a goroutine per shard, ZREVRANGE 0 N-1 each, heap merge", naiveGoroutines(rc, b16.keys, o.limit)},
-		{"naive_pipeline", "(c) naive fan-out in one cluster pipeline (one round trip per node), heap merge", naivePipeline(rc, b16.keys, o.limit)},
-		{"flat_top", "(d) one unsharded sorted set: ZREVRANGE 0 N-1 WITHSCORES", flatTop(rc, flat, o.limit)},
-		{"gw16_rank", "(e) gateway, 16 shards: a member's rank and points over HTTP", memberURL(o.fam16, "?consistency=primary")},
-		{"flat_rank", "(e) one sorted set: ZREVRANK + ZSCORE pipelined", flatRank(rc, flat, o.members)},
-		{"gw1_top", "(f) gateway, 1 shard: uncached Top-100 over HTTP", top(o.fam1)},
-		{"gw1_rank", "(f) gateway, 1 shard: rank and points over HTTP", memberURL(o.fam1, "?consistency=primary")},
-		{"gw16_around", "(f) gateway, 16 shards: around-me over HTTP", memberURL(o.fam16, around)},
-		{"gw1_around", "(f) gateway, 1 shard: around-me over HTTP", memberURL(o.fam1, around)},
-	}
+	ms := measurements(o, hc, rc, st, b16, b1)
 	if o.only != "" {
 		keep := strings.Split(o.only, ",")
 		ms = slices.DeleteFunc(ms, func(m measurement) bool { return !slices.Contains(keep, m.name) })
@@ -185,34 +171,92 @@ func run(o options) error {
 			return fmt.Errorf("%s: %w", m.name, err)
 		}
 	}
-	fmt.Printf("fanoutbench: %d members, %d shards vs 1, Top-%d, radius %d, %d workers closed loop, %s per measurement, %d interleaved rounds\n",
-		o.members, len(b16.keys), o.limit, o.radius, o.workers, o.duration, o.rounds)
-	rates := map[string][]float64{}
+	fmt.Printf("fanoutbench: %d members, %d shards vs 1, Top-%d, radius %d, %d workers closed loop, %s per measurement in %d slices, %d interleaved rounds\n",
+		o.members, len(b16.keys), o.limit, o.radius, o.workers, o.duration, o.slices, o.rounds)
 	var caches []cacheRun
 	if o.cacheLocal != "" && o.cacheShared != "" {
 		caches = []cacheRun{{"local", strings.Split(o.cacheLocal, ",")}, {"shared", strings.Split(o.cacheShared, ",")}}
 	}
 	ttl := cfg.Families[o.fam16].CacheTTL
-	fanoutsPerTTL := map[string][]float64{}
+	rates, fanoutsPerTTL, err := rounds(ctx, o, hc, ms, caches, ttl)
+	if err != nil {
+		return err
+	}
+	printRates(ms, rates)
+	printRatios(rates)
+	printCache(o, caches, fanoutsPerTTL, ttl)
+	return nil
+}
+
+// measurements lists what a round measures, in the order it runs them.
+func measurements(o options, hc *http.Client, rc redis.UniversalClient, st *store.Store, b16, b1 board) []measurement {
+	flat := b1.keys[0]
+	top := func(fam string) op {
+		url := fmt.Sprintf("%s/v1/boards/%s/all/national/top?limit=%d&consistency=primary", o.gateway, fam, o.limit)
+		return func(ctx context.Context, r *rand.Rand) error { return get(ctx, hc, url) }
+	}
+	memberURL := func(fam, suffix string) op {
+		return func(ctx context.Context, r *rand.Rand) error {
+			return get(ctx, hc, fmt.Sprintf("%s/v1/boards/%s/all/national/members/%s%s", o.gateway, fam, member(r.IntN(o.members)), suffix))
+		}
+	}
+	around := fmt.Sprintf("/around?radius=%d&consistency=primary", o.radius)
+	return []measurement{
+		{"gw16_top", "(a) gateway, 16 shards, uncached Top-100 over HTTP", top(o.fam16)},
+		{"naive_goroutines", "(b) naive fan-out: a goroutine per shard, ZREVRANGE 0 N-1 each, heap merge", naiveGoroutines(rc, b16.keys, o.limit)},
+		{"naive_pipeline", "(c) naive fan-out in one cluster pipeline (one round trip per node), heap merge", naivePipeline(rc, b16.keys, o.limit)},
+		{"flat_top", "(d) one unsharded sorted set: ZREVRANGE 0 N-1 WITHSCORES", flatTop(rc, flat, o.limit)},
+		{"gw16_rank", "(e) gateway, 16 shards: a member's rank and points over HTTP", memberURL(o.fam16, "?consistency=primary")},
+		{"flat_rank", "(e) one sorted set: ZREVRANK + ZSCORE pipelined", flatRank(rc, flat, o.members)},
+		{"plan16_rank", "(e) read plan without HTTP, 16 shards: home score, native position probes", planRank(st, b16, o.members, false)},
+		{"plan16_rank_lua", "(e) read plan without HTTP, 16 shards: home score, position.lua probes", planRank(st, b16, o.members, true)},
+		{"gw1_top", "(f) gateway, 1 shard: uncached Top-100 over HTTP", top(o.fam1)},
+		{"gw1_rank", "(f) gateway, 1 shard: rank and points over HTTP", memberURL(o.fam1, "?consistency=primary")},
+		{"gw16_around", "(f) gateway, 16 shards: around-me over HTTP", memberURL(o.fam16, around)},
+		{"gw1_around", "(f) gateway, 1 shard: around-me over HTTP", memberURL(o.fam1, around)},
+	}
+}
+
+// rounds runs every measurement in o.rounds rounds. Inside a round the
+// measurements take turns in o.slices slices of o.duration/o.slices each, so
+// that each of them sees the machine's load of the whole round (on a shared
+// machine the load swings within seconds); a measurement's rate is its
+// completed calls over its own time. The cache level follows each round.
+func rounds(ctx context.Context, o options, hc *http.Client, ms []measurement, caches []cacheRun, ttl time.Duration) (rates, fanoutsPerTTL map[string][]float64, err error) {
+	rates, fanoutsPerTTL = map[string][]float64{}, map[string][]float64{}
+	slice := o.duration / time.Duration(o.slices)
 	for r := 1; r <= o.rounds; r++ {
-		for _, m := range ms {
-			rate, errs := closedLoop(ctx, m.do, o.workers, o.duration)
-			if errs > 0 {
-				return fmt.Errorf("round %d %s: %d errors", r, m.name, errs)
+		done := make([]int64, len(ms))
+		took := make([]time.Duration, len(ms))
+		for range o.slices {
+			for i, m := range ms {
+				n, d, errs := closedLoop(ctx, m.do, o.workers, slice)
+				if errs > 0 {
+					return nil, nil, fmt.Errorf("round %d %s: %d errors", r, m.name, errs)
+				}
+				done[i] += n
+				took[i] += d
 			}
+		}
+		for i, m := range ms {
+			rate := float64(done[i]) / took[i].Seconds()
 			rates[m.name] = append(rates[m.name], rate)
 			fmt.Printf("round %d  %-17s %9.0f req/s\n", r, m.name, rate)
 		}
 		for _, c := range caches {
 			reads, fo, err := measureCache(ctx, hc, c, o.fam16, o.limit, o.workers, o.duration)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			per := fo * ttl.Seconds()
 			fanoutsPerTTL[c.name] = append(fanoutsPerTTL[c.name], per)
 			fmt.Printf("round %d  cache_%-11s %9.0f req/s over %d gateways, %.2f fan-outs/s = %.2f per TTL (%s)\n", r, c.name, reads, len(c.gateways), fo, per, ttl)
 		}
 	}
+	return rates, fanoutsPerTTL, nil
+}
+
+func printRates(ms []measurement, rates map[string][]float64) {
 	fmt.Println()
 	fmt.Println("| measurement | req/s per round |")
 	fmt.Println("| --- | --- |")
@@ -223,6 +267,10 @@ func run(o options) error {
 		}
 		fmt.Printf("| %s | %s |\n", m.title, strings.Join(parts, " / "))
 	}
+}
+
+// printRatios prints each ratio per round, its worst round and its goal.
+func printRatios(rates map[string][]float64) {
 	fmt.Println()
 	fmt.Println("| ratio (per round) | goal | rounds | worst |")
 	fmt.Println("| --- | --- | --- | --- |")
@@ -238,6 +286,9 @@ func run(o options) error {
 		{"rank, 16 shards ÷ 1 shard (gateway both)", "gw16_rank", "gw1_rank", 0.5},
 		{"around-me, 16 shards ÷ 1 shard (gateway both)", "gw16_around", "gw1_around", 0.5},
 		{"Top-100, 1 shard over HTTP ÷ one sorted set direct", "gw1_top", "flat_top", 0},
+		{"rank, 1 shard over HTTP ÷ ZREVRANK+ZSCORE direct", "gw1_rank", "flat_rank", 0},
+		{"rank, 16 shards, read plan without HTTP ÷ ZREVRANK+ZSCORE direct", "plan16_rank", "flat_rank", 0},
+		{"rank, 16 shards, read plan: native probes ÷ position.lua probes", "plan16_rank", "plan16_rank_lua", 0},
 	} {
 		n, d := rates[q.num], rates[q.den]
 		if len(n) == 0 || len(d) == 0 {
@@ -262,29 +313,32 @@ func run(o options) error {
 		}
 		fmt.Printf("| %s | %s | %s | %.2f× |\n", q.what, goal, strings.Join(parts, " / "), worst)
 	}
-	if len(caches) > 0 {
-		fmt.Println()
-		fmt.Printf("| hot cached Top-%d, %d gateways, cache_ttl %s | fan-outs per TTL (per round) | goal |\n", o.limit, len(caches[1].gateways), ttl)
-		fmt.Println("| --- | --- | --- |")
-		for _, c := range caches {
-			var parts []string
-			worst := 0.0
-			for _, v := range fanoutsPerTTL[c.name] {
-				parts = append(parts, fmt.Sprintf("%.2f", v))
-				worst = max(worst, v)
-			}
-			goal := "—"
-			if c.name == "shared" {
-				mark := "met"
-				if worst > 1.1 {
-					mark = "NOT met"
-				}
-				goal = fmt.Sprintf("≤ 1.1 (%s)", mark)
-			}
-			fmt.Printf("| cache_shared: %v | %s | %s |\n", c.name == "shared", strings.Join(parts, " / "), goal)
-		}
+}
+
+func printCache(o options, caches []cacheRun, fanoutsPerTTL map[string][]float64, ttl time.Duration) {
+	if len(caches) == 0 {
+		return
 	}
-	return nil
+	fmt.Println()
+	fmt.Printf("| hot cached Top-%d, %d gateways, cache_ttl %s | fan-outs per TTL (per round) | goal |\n", o.limit, len(caches[1].gateways), ttl)
+	fmt.Println("| --- | --- | --- |")
+	for _, c := range caches {
+		var parts []string
+		worst := 0.0
+		for _, v := range fanoutsPerTTL[c.name] {
+			parts = append(parts, fmt.Sprintf("%.2f", v))
+			worst = max(worst, v)
+		}
+		goal := "—"
+		if c.name == "shared" {
+			mark := "met"
+			if worst > 1.1 {
+				mark = "NOT met"
+			}
+			goal = fmt.Sprintf("≤ 1.1 (%s)", mark)
+		}
+		fmt.Printf("| cache_shared: %v | %s | %s |\n", c.name == "shared", strings.Join(parts, " / "), goal)
+	}
 }
 
 type op func(ctx context.Context, r *rand.Rand) error
@@ -294,9 +348,9 @@ type measurement struct {
 	do          op
 }
 
-// closedLoop runs do on workers goroutines for d and returns completed
-// calls per second and the number of errors.
-func closedLoop(ctx context.Context, do op, workers int, d time.Duration) (float64, int64) {
+// closedLoop runs do on workers goroutines for d and returns the completed
+// calls, the time they took and the number of errors.
+func closedLoop(ctx context.Context, do op, workers int, d time.Duration) (int64, time.Duration, int64) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var n, errs atomic.Int64
@@ -319,7 +373,7 @@ func closedLoop(ctx context.Context, do op, workers int, d time.Duration) (float
 		})
 	}
 	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds(), errs.Load()
+	return n.Load(), time.Since(start), errs.Load()
 }
 
 func get(ctx context.Context, hc *http.Client, url string) error {
@@ -426,6 +480,30 @@ func flatRank(rc redis.UniversalClient, key string, members int) op {
 			return err
 		}
 		_, _ = rk.Val(), sc.Val()
+		return nil
+	}
+}
+
+// planRank is a member's rank and points through the gateway's read plan
+// without HTTP: the home score, then position probes on every shard —
+// natively, or as position.lua on every shard (script).
+func planRank(st *store.Store, b board, members int, script bool) op {
+	rp := &readplan.Reader{Backend: st, Timeout: 2 * time.Second, ScriptProbes: script}
+	pb := &readplan.Board{Keys: b.keys}
+	mode := rank.Competition
+	return func(ctx context.Context, r *rand.Rand) error {
+		m := member(r.IntN(members))
+		sc, found, err := rp.Score(ctx, pb, shard.Of(m, len(b.keys)), m)
+		if err != nil || !found {
+			return fmt.Errorf("score of %s: found %v, %w", m, found, err)
+		}
+		st, _, err := rp.Probe(ctx, "member", pb, b.enc, []rank.Item{{Score: sc, Member: m}})
+		if err != nil {
+			return err
+		}
+		if st.Card != int64(members) || st.RankOf(mode, 0) < 1 {
+			return fmt.Errorf("%s: rank %d of %d", m, st.RankOf(mode, 0), st.Card)
+		}
 		return nil
 	}
 }
