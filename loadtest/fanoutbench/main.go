@@ -51,6 +51,7 @@ type options struct {
 	members         int
 	rounds, workers int
 	slices          int
+	commandStats    int
 	duration        time.Duration
 	prefill         bool
 	limit, radius   int
@@ -69,6 +70,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 2, "interleaved rounds")
 	flag.IntVar(&o.workers, "workers", 8, "closed-loop workers")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "time per measurement and round")
+	flag.IntVar(&o.commandStats, "commandstats", 100, "calls of each read (one after another) counted with INFO commandstats after the rounds; 0: none")
 	flag.IntVar(&o.slices, "slices", 10, "slices per measurement and round: the measurements take turns slice by slice")
 	flag.BoolVar(&o.prefill, "prefill", true, "load the boards straight into Redis first (pipelined ZADD)")
 	flag.IntVar(&o.limit, "limit", 100, "Top-N")
@@ -185,6 +187,9 @@ func run(o options) error {
 	printRates(ms, rates)
 	printRatios(rates)
 	printCache(o, caches, fanoutsPerTTL, ttl)
+	if o.commandStats > 0 {
+		return commandStats(ctx, rc, ms, o.commandStats)
+	}
 	return nil
 }
 
