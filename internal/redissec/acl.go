@@ -28,7 +28,8 @@ import (
 //   - inside the scripts (ACL checks each redis.call too): exists, hdel,
 //     hexists, hget, hincrby, hset, hsetnx, pexpire, rename, set, unlink,
 //     zadd, zcard, zcount, zrangestore, zrem, zrevrange, zrevrank, zscore.
-//   - store calls: zmscore, zcount, zcard, zscan, hsetnx, hgetall, hset,
+//   - store calls: zmscore, zcount, zcard, zrange (native position probes:
+//     a probe's points group, BYSCORE LIMIT), zscan, hsetnx, hgetall, hset,
 //     sadd, smembers, incrby, xadd, xrange, pexpire, unlink, zadd, del,
 //     multi and exec (profiles are replaced in a transaction), zunionstore
 //     (derived families, one key group per slot), get, set and del (the
@@ -80,6 +81,7 @@ var Commands = []string{
 	"zcard",
 	"zcount",
 	"zmscore",
+	"zrange",
 	"zrangestore",
 	"zrem",
 	"zrevrange",

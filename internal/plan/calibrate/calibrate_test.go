@@ -110,8 +110,8 @@ func TestCalibrateOnTheCluster(t *testing.T) {
 	}{
 		"top:100":   {1, 4},
 		"top:10":    {1, 4},
-		"member":    {2, 5}, // ZMSCORE on the home shard + one position script per shard
-		"lookup:5":  {2, 0}, // at 4 shards: up to 4 ZMSCORE + 4 positions
+		"member":    {4, 13}, // ZMSCORE on the home shard + per shard ZCARD, ZCOUNT and its points group (ZRANGE)
+		"lookup:5":  {2, 0},  // at 4 shards: up to 4 ZMSCORE + 4 position scripts (5 probes > readplan.NativeProbes)
 		"around:5":  {0, 0},
 		"page:50:5": {1, 0},
 	}
