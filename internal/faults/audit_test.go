@@ -25,6 +25,7 @@ type bm struct {
 // audit is the end-of-scenario account of every event of a load.
 type audit struct {
 	mode                   string
+	ledger                 bool // ledger mode (with or without wait_replicas)
 	events, acked, inDoubt int
 
 	// Redis-only mode, from the per-board dedupe hashes (an event's id is
@@ -64,7 +65,7 @@ func (a audit) ok() bool {
 	if a.double > 0 || a.inconsistent > 0 || !a.historyExplained() {
 		return false
 	}
-	if a.mode == "ledger" {
+	if a.ledger {
 		return a.driftAfter == 0 && a.ledgerMissing == 0 && a.ledgerMismatch == 0 && a.short == 0
 	}
 	return true
@@ -107,7 +108,7 @@ func (a audit) String() string {
 	}
 	s := fmt.Sprintf("%s: %d events, %d acked, %d in doubt, %d board members; double-counted %d",
 		verdict, a.events, a.acked, a.inDoubt, a.members, a.double)
-	if a.mode == "ledger" {
+	if a.ledger {
 		s += fmt.Sprintf("; re-projected %d; Redis drift before rebuild %d members, after %d; acked missing from ledger %d; ledger totals off %d; Redis short after rebuild %d",
 			a.projected, a.driftBefore, a.driftAfter, a.ledgerMissing, a.ledgerMismatch, a.short)
 	} else {
@@ -157,7 +158,7 @@ func runAudit(t *testing.T, s *stack, l *load) audit {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	a := audit{mode: s.mode()}
+	a := audit{mode: s.mode(), ledger: s.ledger != nil}
 	acked, doubt := map[bm]int64{}, map[bm]int64{}
 	l.mu.Lock()
 	events := append([]*event(nil), l.events...)

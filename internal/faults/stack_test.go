@@ -170,6 +170,9 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 }
 
 func (s *stack) mode() string {
+	if s.ledger != nil && s.wait > 0 {
+		return fmt.Sprintf("ledger+wait%d", s.wait)
+	}
 	if s.ledger != nil {
 		return "ledger"
 	}

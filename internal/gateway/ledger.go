@@ -243,7 +243,7 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan) []BatchItem {
 			// ledger is the truth and settlement reads it; nothing to undo.
 		}
 		if werr != nil {
-			out[i].Err = rank.Unavailable(werr, "event %s is in the ledger but its projection failed; retry is safe", p.ev.EventID)
+			out[i].Err = writeUnavailable(werr, "event %s is in the ledger but its projection failed; retry is safe", p.ev.EventID)
 			continue
 		}
 		projected[i] = true

@@ -131,3 +131,63 @@ func TestWaitReplicasStandalone(t *testing.T) {
 		t.Fatalf("without WAIT: status %q err %v; want dup (the first write ran)", r.Status, r.Err)
 	}
 }
+
+// TestReplaysAreWritten: a replay — an apply of an event id already applied,
+// a projection of a version already stored — writes its record back
+// unchanged, so that the WAIT after it (on its connection) covers the
+// original write, which may have run on another connection that never
+// waited (a retry after "not replicated yet", a ledger event retried through
+// another gateway). Counted on a private node by Redis's own dirty counter:
+// a script that writes nothing would leave it unchanged.
+func TestReplaysAreWritten(t *testing.T) {
+	t.Parallel()
+	addr := startRedis(t)
+	c, err := store.NewClient(store.ClientOptions{Addrs: []string{addr}, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := ctxT(t, 20*time.Second)
+	s := waitStore(t, c, 0, 0)
+	l := shard.Layout{Prefix: "rw"}
+	b := shard.Board{Family: "learning", Period: "2026-W43", DimType: shard.National}
+	changes := func() int64 {
+		t.Helper()
+		info, err := c.Info(ctx, "persistence").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "rdb_changes_since_last_save:"); ok {
+				var n int64
+				if _, err := fmt.Sscan(v, &n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+		}
+		t.Fatal("INFO persistence has no rdb_changes_since_last_save")
+		return 0
+	}
+	proj := store.Write{Kind: store.KindProject, Keys: l.Keys(b, 0, 1), Member: "m1", Version: 3, Value: 40,
+		MaxPoints: 1 << 40, NowMs: 1, Rules: "r1", SetSeq: true}
+	for _, tc := range []struct {
+		name   string
+		w      store.Write
+		status store.WriteStatus
+	}{
+		{"apply replay", applyWrites(b, l, "ev-r", 1)[0], "dup"},
+		{"projection of the stored version", proj, "stale"},
+	} {
+		if r := s.Write(ctx, []store.Write{tc.w})[0]; r.Err != nil || r.Status != "ok" {
+			t.Fatalf("%s: first write: status %q err %v", tc.name, r.Status, r.Err)
+		}
+		before := changes()
+		if r := s.Write(ctx, []store.Write{tc.w})[0]; r.Err != nil || r.Status != tc.status {
+			t.Fatalf("%s: replay: status %q err %v; want %s", tc.name, r.Status, r.Err, tc.status)
+		}
+		if after := changes(); after <= before {
+			t.Errorf("%s: the replay wrote nothing (changes %d → %d): a WAIT after it would not cover the original", tc.name, before, after)
+		}
+	}
+}

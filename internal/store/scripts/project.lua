@@ -15,8 +15,16 @@ local version, p, B, seq, maxp = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(
 local cur = redis.call('ZSCORE', z, member)
 local st = closed_state(meta)
 if st then return {'closed', st, cur or '', cur or ''} end
-local cv = tonumber(redis.call('HGET', m, member) or '0')
-if version <= cv then return {'stale', fmt(cv), cur or '', cur or ''} end
+local stored = redis.call('HGET', m, member)
+local cv = tonumber(stored or '0')
+if version <= cv then
+  -- A replay (a retried event of the ledger, a re-projection): write the
+  -- stored version back unchanged, as replay in common.lua does, so that a
+  -- WAIT after this script (redis.wait_replicas) covers the projection that
+  -- stored it, which may have run on another connection that never waited.
+  if stored then redis.call('HSET', m, member, stored) end
+  return {'stale', fmt(cv), cur or '', cur or ''}
+end
 if p > maxp or p < -maxp then return {'range', fmt(cv), cur or '', cur or ''} end
 
 local P, curSeq = decode(cur, B)
