@@ -172,6 +172,10 @@ func TestPartitions(t *testing.T) {
 		}
 		t0 := time.Now()
 		tl := c.watch(t0, tp, victimPort)
+		maps := make([]*mapWatch, len(runs))
+		for j, m := range runs {
+			maps[j] = m.s.watchMap(t0, tp, victimPort) // gateway A's client
+		}
 		p.run(t, lab, victim)
 		tHeal := time.Now()
 		for j, m := range runs {
@@ -191,13 +195,14 @@ func TestPartitions(t *testing.T) {
 		}
 		for j, m := range runs {
 			m.l.finish(t)
+			maps[j].stop()
 			w, r := m.l.outageOf(true, t0, affected[j]), m.l.outageOf(false, t0, affected[j])
 			prev := m.last
 			m.last = runAudit(t, m.s, m.l)
 			cn := m.l.counts()
 			t.Log(resultLine(p.name, m.s.mode(), w, r,
-				fmt.Sprintf("fault_at=%s victim=%d healed=+%s redis=[%s] attempts=%d/%d failed lost_in_this_partition=%d audit=%s", t0.Format("15:04:05.000"), victimPort,
-					tHeal.Sub(t0).Round(10*time.Millisecond), tl, cn.writes+cn.reads, cn.writeErrs+cn.readErrs,
+				fmt.Sprintf("fault_at=%s victim=%d healed=+%s redis=[%s] gateway_A_map_moved=%s attempts=%d/%d failed lost_in_this_partition=%d audit=%s", t0.Format("15:04:05.000"), victimPort,
+					tHeal.Sub(t0).Round(10*time.Millisecond), tl, maps[j], cn.writes+cn.reads, cn.writeErrs+cn.readErrs,
 					m.last.lostEvents-prev.lostEvents, m.last)))
 			// Redis-only without WAIT: a read below the acknowledged sum
 			// is reported (the documented exception). With WAIT —

@@ -137,7 +137,11 @@ func TestFailoverLoop(t *testing.T) {
 		for j, m := range runs {
 			affected[j] = m.l.affectedBy(tp, victim)
 		}
+		maps := make([]*mapWatch, len(runs))
 		t0 := time.Now()
+		for j, m := range runs {
+			maps[j] = m.s.watchMap(t0, tp, victim)
+		}
 		if err := c.signal(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +181,8 @@ func TestFailoverLoop(t *testing.T) {
 			m.last = runAudit(t, m.s, m.l)
 			m.hist.add(m.last.hist)
 			checkMode(t, m, fmt.Sprintf("loop %d", i))
-			line += fmt.Sprintf(" %s w %s r %s lost %d viol %d;", m.s.mode(), w.d.Round(10*time.Millisecond),
+			maps[j].stop()
+			line += fmt.Sprintf(" %s map %s w %s r %s lost %d viol %d;", m.s.mode(), maps[j], w.d.Round(10*time.Millisecond),
 				r.d.Round(10*time.Millisecond), m.last.lostEvents, m.last.hist.violations())
 		}
 		t.Log(line)
