@@ -77,46 +77,8 @@ func NewBaseline(ctx context.Context, w *World, cfg *config.Config) (*Baseline, 
 	if fam.Projection() {
 		return nil, fmt.Errorf("family %q takes projections; the load tool drives events families", fam.Name)
 	}
-	opts := store.ClientOptions{
-		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(os.Getenv),
-		DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout, WriteTimeout: cfg.Redis.WriteTimeout,
-		PoolSize: cfg.Redis.PoolSize, ReloadInterval: cfg.Redis.ClusterReloadInterval,
-	}
-	if cfg.Redis.TLS {
-		return nil, errors.New("the baseline does not speak TLS to Redis; run it against a local cluster")
-	}
-	rw, err := store.NewClient(opts)
+	st, replica, closeAll, err := openBaselineStore(ctx, cfg)
 	if err != nil {
-		return nil, err
-	}
-	closers := []func() error{rw.Close}
-	closeAll := func() {
-		for _, c := range closers {
-			_ = c()
-		}
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = store.Preload(pctx, rw)
-	cancel()
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	// The replica-reading client, as the gateway builds it.
-	var ro redis.UniversalClient
-	if _, cluster := rw.(*redis.ClusterClient); cfg.Redis.ReplicaReads && cluster {
-		roOpts := opts
-		roOpts.ReadOnly, roOpts.Cluster = true, true // rw is a cluster client: no need to ask the seed again
-		if ro, err = store.NewClient(roOpts); err != nil {
-			closeAll()
-			return nil, err
-		}
-		closers = append(closers, ro.Close)
-	}
-	replica := ro != nil
-	st, err := store.New(rw, ro, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout})
-	if err != nil {
-		closeAll()
 		return nil, err
 	}
 	b := &Baseline{w: w, st: st, close: closeAll, fam: fam, replica: replica,
@@ -131,28 +93,85 @@ func NewBaseline(ctx context.Context, w *World, cfg *config.Config) (*Baseline, 
 			return nil, err
 		}
 	}
-	b.periodID = p.ID
-	layout := shard.Layout{Prefix: cfg.Redis.Prefix}
-	b.pk = layout.Period(fam.Name, p.ID)
+	if err := b.registerBoards(ctx, shard.Layout{Prefix: cfg.Redis.Prefix}, p.ID, now); err != nil {
+		closeAll()
+		return nil, err
+	}
+	return b, nil
+}
+
+// openBaselineStore builds the store the gateway would on cfg: the cluster
+// (or standalone) client with the scripts preloaded on every node, and the
+// replica-reading client when replica reads are on. closeAll closes both.
+func openBaselineStore(ctx context.Context, cfg *config.Config) (*store.Store, bool, func(), error) {
+	opts := store.ClientOptions{
+		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(os.Getenv),
+		DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout, WriteTimeout: cfg.Redis.WriteTimeout,
+		PoolSize: cfg.Redis.PoolSize, ReloadInterval: cfg.Redis.ClusterReloadInterval,
+	}
+	if cfg.Redis.TLS {
+		return nil, false, nil, errors.New("the baseline does not speak TLS to Redis; run it against a local cluster")
+	}
+	rw, err := store.NewClient(opts)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	closers := []func() error{rw.Close}
+	closeAll := func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = store.Preload(pctx, rw)
+	cancel()
+	if err != nil {
+		closeAll()
+		return nil, false, nil, err
+	}
+	// The replica-reading client, as the gateway builds it.
+	var ro redis.UniversalClient
+	if _, cluster := rw.(*redis.ClusterClient); cfg.Redis.ReplicaReads && cluster {
+		roOpts := opts
+		roOpts.ReadOnly, roOpts.Cluster = true, true // rw is a cluster client: no need to ask the seed again
+		if ro, err = store.NewClient(roOpts); err != nil {
+			closeAll()
+			return nil, false, nil, err
+		}
+		closers = append(closers, ro.Close)
+	}
+	replica := ro != nil
+	st, err := store.New(rw, ro, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout})
+	if err != nil {
+		closeAll()
+		return nil, false, nil, err
+	}
+	return st, replica, closeAll, nil
+}
+
+// registerBoards records the period and the run's boards the way the
+// gateway's first write would, and keeps every board's shard keys.
+func (b *Baseline) registerBoards(ctx context.Context, layout shard.Layout, periodID string, now time.Time) error {
+	fam := b.fam
+	b.periodID = periodID
+	b.pk = layout.Period(fam.Name, periodID)
 	want := map[string]int{}
 	for t, d := range fam.Dimensions {
 		want[t] = d.Shards
 	}
-	ps, err := st.EnsurePeriod(ctx, b.pk, want, fam.RulesVersion, now.UnixMilli())
+	ps, err := b.st.EnsurePeriod(ctx, b.pk, want, fam.RulesVersion, now.UnixMilli())
 	if err != nil {
-		closeAll()
-		return nil, err
+		return err
 	}
 	var dims []string
-	for bi, bd := range w.boards {
+	for bi, bd := range b.w.boards {
 		n, ok := ps.Shards[bd.Type]
 		if !ok {
 			if n, ok = want[bd.Type]; !ok {
-				closeAll()
-				return nil, fmt.Errorf("family %s has no dimension %q (use -provinces 0 / -classes 0)", fam.Name, bd.Type)
+				return fmt.Errorf("family %s has no dimension %q (use -provinces 0 / -classes 0)", fam.Name, bd.Type)
 			}
 		}
-		sb := shard.Board{Family: fam.Name, Period: p.ID, DimType: bd.Type, DimValue: bd.Value}
+		sb := shard.Board{Family: fam.Name, Period: periodID, DimType: bd.Type, DimValue: bd.Value}
 		b.shards = append(b.shards, n)
 		b.keys = append(b.keys, make([]shard.Keys, n))
 		b.zkeys = append(b.zkeys, make([]string, n))
@@ -162,11 +181,7 @@ func NewBaseline(ctx context.Context, w *World, cfg *config.Config) (*Baseline, 
 		}
 		dims = append(dims, sb.Dimension())
 	}
-	if err := st.RegisterBoards(ctx, b.pk, dims); err != nil {
-		closeAll()
-		return nil, err
-	}
-	return b, nil
+	return b.st.RegisterBoards(ctx, b.pk, dims)
 }
 
 // Close closes the Redis clients.
