@@ -39,6 +39,10 @@ type Event struct {
 	At       *time.Time        `json:"at,omitempty"`
 	Reverses string            `json:"reverses,omitempty"`
 	Reason   string            `json:"reason,omitempty"`
+	// Columns: the sort column values of a family with columns.
+	Columns map[string]int64 `json:"columns,omitempty"`
+	// Metadata: a JSON object of at most 512 bytes kept with the entry.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 // BoardPoints is an event's outcome on one board.
@@ -80,8 +84,10 @@ func (b *BatchItem) UnmarshalJSON(data []byte) error {
 
 // Projection is an absolute total with a version.
 type Projection struct {
-	Version int64 `json:"version"`
-	Points  int64 `json:"points"`
+	Version  int64            `json:"version"`
+	Points   int64            `json:"points"`
+	Columns  map[string]int64 `json:"columns,omitempty"`
+	Metadata json.RawMessage  `json:"metadata,omitempty"`
 }
 
 // ProjectionResult answers a projection.
@@ -115,6 +121,8 @@ type Entry struct {
 	Position int64             `json:"position"` // 0-based
 	Rank     int64             `json:"rank"`
 	Profile  map[string]string `json:"profile,omitempty"`
+	Columns  map[string]int64  `json:"columns,omitempty"`
+	Metadata json.RawMessage   `json:"metadata,omitempty"`
 }
 
 // Page is an ordered list of entries.
@@ -134,6 +142,8 @@ type MemberStanding struct {
 	Members    int64             `json:"members"`
 	Percentile float64           `json:"percentile"`
 	Profile    map[string]string `json:"profile,omitempty"`
+	Columns    map[string]int64  `json:"columns,omitempty"`
+	Metadata   json.RawMessage   `json:"metadata,omitempty"`
 }
 
 // Count answers a points-band count.

@@ -250,7 +250,10 @@ type Family struct {
 	MaxPoints   int64  // |points| bound
 	// SeqCapacity is B, the achievements per period under tie "first";
 	// 0 under tie "member".
-	SeqCapacity  int64
+	SeqCapacity int64
+	// Columns are the sort columns after points (at most rank.MaxColumns):
+	// members equal on points are ordered by them, then by the tie rule.
+	Columns      []Column
 	RulesVersion string
 	// Lifecycle runs freeze, settle and archive on schedule; nil: by hand.
 	Lifecycle *Lifecycle
@@ -259,6 +262,24 @@ type Family struct {
 	// DimensionTypes lists the non-national dimension types, sorted.
 	DimensionTypes []string
 }
+
+// Column is one sort column of a family.
+type Column struct {
+	Name  string // [a-z0-9_]{1,32}, unique in the family
+	Order string // asc | desc
+	Max   int64  // values lie in [0, Max], 1..2^53−1
+	// Aggregate (sum families only): sum | last | max | min (default sum);
+	// max/min families and projections keep the whole tuple.
+	Aggregate string
+}
+
+// Column aggregates of sum families.
+const (
+	ColumnSum  = "sum"
+	ColumnLast = "last"
+	ColumnMax  = "max"
+	ColumnMin  = "min"
+)
 
 // Lifecycle is a family's automatic period steps. Times follow the period's
 // bounds: the freeze at end + grace, the settlement Settle.After later, the

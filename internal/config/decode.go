@@ -189,6 +189,7 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 		"rank":          d.str(&f.Rank),
 		"max_points":    intField(d, &f.MaxPoints),
 		"seq_capacity":  intField(d, &f.SeqCapacity),
+		"columns":       d.columns(&f.Columns),
 		"rules_version": d.str(&f.RulesVersion),
 		"dimensions":    d.dimensions(&f.Dimensions),
 		"key_group":     d.str(&f.KeyGroup),
@@ -327,6 +328,28 @@ func (d *decoder) derivation(dst **Derivation) field {
 			},
 		})
 		*dst = dv
+	}
+}
+
+// columns decodes [{name, order, max, aggregate}].
+func (d *decoder) columns(dst *[]Column) field {
+	return func(n *yaml.Node, key string) {
+		items, ok := d.seq(n, key)
+		if !ok {
+			return
+		}
+		out := make([]Column, 0, len(items))
+		for i, it := range items {
+			c := Column{Order: OrderDesc}
+			d.fields(it, fmt.Sprintf("%s[%d]", key, i), map[string]field{
+				"name":      d.str(&c.Name),
+				"order":     d.str(&c.Order),
+				"max":       intField(d, &c.Max),
+				"aggregate": d.str(&c.Aggregate),
+			})
+			out = append(out, c)
+		}
+		*dst = out
 	}
 }
 

@@ -9,10 +9,34 @@ import (
 // family stores negated points, |points| ≤ MaxPoints.
 func (f *Family) Encoding() rank.Encoding {
 	e := rank.Encoding{Asc: !f.Desc(), MaxPoints: f.MaxPoints}
+	if len(f.Columns) > 0 {
+		// The score is the stored points alone; a tie-first seq lives in
+		// the stored member (rank.Columns).
+		var b int64
+		if f.TieFirst() {
+			b = f.SeqCapacity
+		}
+		e.Cols = rank.NewColumns(f.RankColumns(), b)
+		return e
+	}
 	if f.TieFirst() {
 		e.B = f.SeqCapacity
 	}
 	return e
+}
+
+// RankColumns are the family's columns as internal/rank encodes them; a
+// column of a sum family without aggregate sums.
+func (f *Family) RankColumns() []rank.Column {
+	out := make([]rank.Column, len(f.Columns))
+	for i, c := range f.Columns {
+		agg := c.Aggregate
+		if agg == "" && f.Aggregate == AggregateSum {
+			agg = ColumnSum
+		}
+		out[i] = rank.Column{Name: c.Name, Asc: c.Order == OrderAsc, Max: c.Max, Agg: agg}
+	}
+	return out
 }
 
 // RankMode is how positions become ranks.

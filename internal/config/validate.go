@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rankgate/rankgate/internal/period"
+	"github.com/rankgate/rankgate/internal/rank"
 )
 
 var (
@@ -103,6 +104,10 @@ func (c *Config) Validate() error {
 		if f := c.Families[name]; f != nil && f.Derived() && f.DerivedFrom != nil {
 			c.validateDerivation(v, name, f)
 		}
+		if f := c.Families[name]; f != nil && len(f.Columns) > 0 && c.Ledger.DSNEnv != "" {
+			v.errorf("families."+name+".columns",
+				"sort columns are kept in Redis only for now: the ledger keeps no columns, so rebuild and reconcile would lose them (run Redis-only, or drop columns)")
+		}
 	}
 	return errors.Join(v.errs...)
 }
@@ -164,6 +169,9 @@ func (c *Config) validateDerivation(v *validator, name string, f *Family) {
 		}
 		if src.Tie != TieMember {
 			v.errorf(ip+".family", "%s has tie: first; derived families combine tie: member inputs only", in.Family)
+		}
+		if len(src.Columns) > 0 {
+			v.errorf(ip+".family", "%s has sort columns; derived families combine families without columns only", in.Family)
 		}
 		for t, d := range f.Dimensions {
 			sd, ok := src.Dimensions[t]
@@ -377,7 +385,46 @@ func validateFamily(v *validator, name string, f *Family) {
 		v.errorf(p+".rules_version", "%q must be 1..64 printable characters without spaces", f.RulesVersion)
 	}
 	validateScore(v, p, f)
+	validateColumns(v, p, f)
 	validateDimensions(v, p, f)
+}
+
+var columnNameRe = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// validateColumns checks the sort columns: at most rank.MaxColumns, unique
+// names, an order, a max in 1..2^53−1, an aggregate only in sum families.
+func validateColumns(v *validator, p string, f *Family) {
+	if len(f.Columns) == 0 {
+		return
+	}
+	if len(f.Columns) > rank.MaxColumns {
+		v.errorf(p+".columns", "at most %d columns after points, got %d", rank.MaxColumns, len(f.Columns))
+	}
+	if f.Derived() {
+		v.errorf(p+".columns", "a derived family sums its inputs' points; it cannot keep columns")
+	}
+	seen := map[string]bool{}
+	for i, c := range f.Columns {
+		cp := fmt.Sprintf("%s.columns[%d]", p, i)
+		if !columnNameRe.MatchString(c.Name) {
+			v.errorf(cp+".name", "%q must match [a-z0-9_]{1,32}", c.Name)
+		} else if seen[c.Name] {
+			v.errorf(cp+".name", "%q is declared twice", c.Name)
+		}
+		seen[c.Name] = true
+		v.oneOf(cp+".order", c.Order, OrderAsc, OrderDesc)
+		if c.Max < 1 || c.Max > MaxPointsLimit {
+			v.errorf(cp+".max", "%d is out of range 1..%d (2^53 − 1)", c.Max, MaxPointsLimit)
+		}
+		switch {
+		case f.Aggregate == AggregateSum:
+			if c.Aggregate != "" {
+				v.oneOf(cp+".aggregate", c.Aggregate, ColumnSum, ColumnLast, ColumnMax, ColumnMin)
+			}
+		case c.Aggregate != "":
+			v.errorf(cp+".aggregate", "only used in sum families (max/min families and projections keep the whole tuple)")
+		}
+	}
 }
 
 // validatePeriodShape checks seasons (period: seasons) and reset (period:
@@ -446,6 +493,13 @@ func validateScore(v *validator, p string, f *Family) {
 		b := f.SeqCapacity
 		if b < 2 {
 			v.errorf(p+".seq_capacity", "%d must be ≥ 2", b)
+			return
+		}
+		if len(f.Columns) > 0 {
+			// The seq lives in the stored member, not in the score.
+			if b > ScoreLimit {
+				v.errorf(p+".seq_capacity", "%d must be ≤ 2^53", b)
+			}
 			return
 		}
 		// (max_points + 1) × B ≤ 2^53  ⇔  max_points + 1 ≤ ⌊2^53 / B⌋ (no overflow).

@@ -44,6 +44,9 @@ func cacheKey(rc *readCtx, op string, parts ...string) string {
 	if rc.o.Profiles {
 		sb.WriteString("|profiles")
 	}
+	if rc.o.Metadata {
+		sb.WriteString("|metadata")
+	}
 	if rc.o.AllowPartial {
 		sb.WriteString("|partial")
 	}

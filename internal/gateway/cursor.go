@@ -38,9 +38,11 @@ func encodeCursor(scope string, c cursor) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(scope, s string) (cursor, error) {
+// decodeCursor checks a cursor against its scope; valid says which members
+// the board can hold (stored members on a family with sort columns).
+func decodeCursor(scope, s string, valid func(string) bool) (cursor, error) {
 	bad := &rank.Error{Code: rank.CodeInvalidCursor, Field: "cursor", Message: "cursor is not valid for this board and query"}
-	if len(s) > 200 {
+	if len(s) > 256 {
 		return cursor{}, bad
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
@@ -55,7 +57,7 @@ func decodeCursor(scope, s string) (cursor, error) {
 		}
 	}
 	c := cursor{Score: int64(binary.BigEndian.Uint64(payload[1:9])), Member: string(payload[9:])}
-	if !rank.ValidMember(c.Member) || c.Score > rank.MaxSafe || c.Score < -rank.MaxSafe {
+	if !valid(c.Member) || c.Score > rank.MaxSafe || c.Score < -rank.MaxSafe {
 		return cursor{}, bad
 	}
 	// One spelling per cursor: base64 decoding skips line breaks and ignores

@@ -39,14 +39,14 @@ func FuzzDecodeCursor(f *testing.F) {
 	f.Add(entries, "!!!!", int64(1)<<62, "{u1}")
 	f.Add(entries, strings.Repeat("A", 201), int64(-1)<<63, "u:1")
 	f.Fuzz(func(t *testing.T, scope, s string, score int64, member string) {
-		if c, err := decodeCursor(scope, s); err == nil {
+		if c, err := decodeCursor(scope, s, rank.ValidMember); err == nil {
 			if !rank.ValidMember(c.Member) || c.Score > rank.MaxSafe || c.Score < -rank.MaxSafe {
 				t.Fatalf("decodeCursor(%q) accepted %+v", s, c)
 			}
 			if again := encodeCursor(scope, c); again != s {
 				t.Fatalf("decodeCursor(%q) = %+v, which encodes to %q: a second spelling was accepted", s, c, again)
 			}
-			if _, err := decodeCursor(scope+"\x00other", s); err == nil {
+			if _, err := decodeCursor(scope+"\x00other", s, rank.ValidMember); err == nil {
 				t.Fatalf("cursor %q decodes under a foreign scope", s)
 			}
 		} else if rank.CodeOf(err) != rank.CodeInvalidCursor {
@@ -58,12 +58,12 @@ func FuzzDecodeCursor(f *testing.F) {
 		}
 		want := cursor{Score: score, Member: member}
 		enc := encodeCursor(scope, want)
-		got, err := decodeCursor(scope, enc)
+		got, err := decodeCursor(scope, enc, rank.ValidMember)
 		if err != nil || got != want {
 			t.Fatalf("round trip %+v → %q → %+v, %v", want, enc, got, err)
 		}
 		if other := scope + "x"; other != scope {
-			if _, err := decodeCursor(other, enc); err == nil {
+			if _, err := decodeCursor(other, enc, rank.ValidMember); err == nil {
 				t.Fatalf("cursor of scope %q decodes under %q", scope, other)
 			}
 		}

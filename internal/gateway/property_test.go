@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -270,9 +271,9 @@ func sameEntries(t *testing.T, what string, got []rank.Entry, want []refEntry) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.User != w.user || g.Points != w.points || g.Position != w.position || g.Rank != w.rank {
-			t.Fatalf("%s: entry %d = {%s %d pos %d rank %d}, want {%s %d pos %d rank %d}", what, i,
-				g.User, g.Points, g.Position, g.Rank, w.user, w.points, w.position, w.rank)
+		if g.User != w.user || g.Points != w.points || g.Position != w.position || g.Rank != w.rank || !maps.Equal(g.Columns, w.cols) {
+			t.Fatalf("%s: entry %d = {%s %d %v pos %d rank %d}, want {%s %d %v pos %d rank %d}", what, i,
+				g.User, g.Points, g.Columns, g.Position, g.Rank, w.user, w.points, w.cols, w.position, w.rank)
 		}
 	}
 }
@@ -362,7 +363,7 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 			if err != nil {
 				t.Fatalf("%s member %s (band %d): %v", name, w.user, band, err)
 			}
-			if ms.Points != w.points || ms.Position != w.position || ms.Rank != w.rank || ms.Members != int64(len(want)) {
+			if ms.Points != w.points || ms.Position != w.position || ms.Rank != w.rank || ms.Members != int64(len(want)) || !maps.Equal(ms.Columns, w.cols) {
 				t.Fatalf("%s member %s (band %d) = %+v, want %+v of %d", name, w.user, band, ms, w, len(want))
 			}
 			if p := wantPercentile(want, i, board.comp); ms.Percentile != p {

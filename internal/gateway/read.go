@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/readplan"
+	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 )
 
@@ -29,6 +31,12 @@ func (rc *readCtx) plan(s *Service) *readplan.Board {
 			keys[i] = rc.key(s, i)
 		}
 		rc.pb = &readplan.Board{Keys: keys}
+		if rc.b.fam.enc.Cols != nil {
+			rc.pb.Cols = make([]string, rc.b.n)
+			for i, k := range keys {
+				rc.pb.Cols[i] = shard.ColsKey(k)
+			}
+		}
 	}
 	rc.pb.Replica, rc.pb.AllowPartial = rc.replica, rc.o.AllowPartial
 	return rc.pb
@@ -65,14 +73,33 @@ func (rc *readCtx) partial(missing []int) {
 	rc.meta.Missing = slices.Compact(all)
 }
 
-// toEntries turns merged items into entries (points decoded).
+// toEntries turns merged items into entries (points decoded; on a family
+// with sort columns the stored member split into user and columns).
 func (rc *readCtx) toEntries(items []rank.Item) []rank.Entry {
 	out := make([]rank.Entry, len(items))
+	cols := rc.b.fam.enc.Cols
 	for i, it := range items {
 		out[i] = rank.Entry{User: it.Member, Points: rc.b.fam.enc.PointsOf(it.Score)}
+		if cols != nil {
+			out[i] = colEntry(cols, out[i], it.Member)
+		}
 	}
 	return out
 }
+
+// colEntry fills an entry of a family with sort columns from its stored member.
+func colEntry(cols *rank.Columns, e rank.Entry, stored string) rank.Entry {
+	user, vals, _, ok := cols.Split(stored)
+	if !ok {
+		// Not written by columns.lua: shown as stored, never dropped.
+		return e
+	}
+	e.User, e.Columns, e.ColKey = user, cols.Map(vals), cols.Key(stored)
+	return e
+}
+
+// sameStanding: two entries are equal on points and every column.
+func sameStanding(a, b rank.Entry) bool { return a.Points == b.Points && a.ColKey == b.ColKey }
 
 // seekAll runs one seek on every shard and merges the first want items
 // (readplan.SeekAll: a first round of FirstDepth per shard, a second round
@@ -121,7 +148,54 @@ func (s *Service) finishPage(ctx context.Context, rc *readCtx, op string, entrie
 	if err := s.addProfiles(ctx, rc, entries); err != nil {
 		return Page{}, err
 	}
+	if err := s.addMetadata(ctx, rc, entries); err != nil {
+		return Page{}, err
+	}
 	return Page{ReadMeta: rc.meta, Entries: entries, NextCursor: next}, nil
+}
+
+// addMetadata (metadata=1) reads the entries' metadata from their home
+// shards' metadata hashes: one HMGET per shard that holds any, in per-node
+// pipelines.
+func (s *Service) addMetadata(ctx context.Context, rc *readCtx, entries []rank.Entry) error {
+	if !rc.o.Metadata || len(entries) == 0 {
+		return nil
+	}
+	pb := rc.plan(s)
+	byShard := make([][]int, rc.b.n)
+	for i, e := range entries {
+		h := shardOf(e.User, rc.b.n)
+		byShard[h] = append(byShard[h], i)
+	}
+	var shards []int
+	var reads []store.ShardRead
+	for h, idx := range byShard {
+		if len(idx) == 0 {
+			continue
+		}
+		users := make([]string, len(idx))
+		for k, i := range idx {
+			users[k] = entries[i].User
+		}
+		shards = append(shards, h)
+		reads = append(reads, store.ShardRead{Kind: store.ReadHash, Key: shard.MdKey(pb.Keys[h]), Members: users})
+	}
+	res, missing, err := s.rp.Fanout(ctx, "metadata", pb, shards, reads)
+	if err != nil {
+		return err
+	}
+	rc.partial(missing)
+	for j, h := range shards {
+		if res[j].Err != nil {
+			continue
+		}
+		for k, i := range byShard[h] {
+			if v := res[j].Values[k]; v != "" {
+				entries[i].Metadata = json.RawMessage(v)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Service) addProfiles(ctx context.Context, rc *readCtx, entries []rank.Entry) error {
@@ -186,13 +260,13 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 	a := store.SeekArgs{Mode: store.SeekTop}
 	var cur *cursor
 	if q.Cursor != "" {
-		c, err := decodeCursor(scope, q.Cursor)
+		c, err := decodeCursor(scope, q.Cursor, rc.validStored)
 		if err != nil {
 			return Page{}, err
 		}
 		cur = &c
-		more := rc.b.fam.enc.MinScoreAbove(rc.b.fam.enc.PointsOf(c.Score))
-		a = store.SeekArgs{Mode: store.SeekAfter, Score: c.Score, Member: c.Member, MoreMin: &more}
+		a = readplan.MoreThan(rc.b.fam.enc, rank.Item{Score: c.Score, Member: c.Member})
+		a.Mode, a.Score, a.Member = store.SeekAfter, c.Score, c.Member
 	}
 	return serve(ctx, s, rc, "entries_cursor", ConsistencyCached,
 		func() string { return cacheKey(rc, "cursor", q.Cursor, itoa(q.Limit)) },
@@ -216,8 +290,8 @@ func (s *Service) keysetPage(ctx context.Context, rc *readCtx, op, scope string,
 	}
 	entries := rc.toEntries(items)
 	moreFirst := start // every member ahead of the first entry has strictly more points…
-	if cur != nil && len(entries) > 0 && entries[0].Points == rc.b.fam.enc.PointsOf(cur.Score) {
-		moreFirst = more // …unless it ties with the cursor's points.
+	if cur != nil && len(entries) > 0 && sameStanding(entries[0], rc.toEntries([]rank.Item{{Score: cur.Score, Member: cur.Member}})[0]) {
+		moreFirst = more // …unless it ties with the cursor's points (and columns).
 	}
 	rank.FillRanks(entries, start, moreFirst, rc.b.fam.mode)
 	return s.finishPage(ctx, rc, op, entries, next)
@@ -244,13 +318,13 @@ func (s *Service) Range(ctx context.Context, ref BoardRef, q RangeQuery, o ReadO
 	a := store.SeekArgs{Mode: store.SeekLE, Score: hi, StopMin: &lo}
 	var cur *cursor
 	if q.Cursor != "" {
-		c, err := decodeCursor(scope, q.Cursor)
+		c, err := decodeCursor(scope, q.Cursor, rc.validStored)
 		if err != nil {
 			return Page{}, err
 		}
 		cur = &c
-		more := enc.MinScoreAbove(enc.PointsOf(c.Score))
-		a = store.SeekArgs{Mode: store.SeekAfter, Score: c.Score, Member: c.Member, MoreMin: &more, StopMin: &lo}
+		a = readplan.MoreThan(enc, rank.Item{Score: c.Score, Member: c.Member})
+		a.Mode, a.Score, a.Member, a.StopMin = store.SeekAfter, c.Score, c.Member, &lo
 	}
 	return serve(ctx, s, rc, "range", ConsistencyCached,
 		func() string { return cacheKey(rc, "range", itoa64(q.Min), itoa64(q.Max), q.Cursor, itoa(q.Limit)) },
@@ -303,19 +377,29 @@ func (s *Service) countIn(ctx context.Context, rc *readCtx, lo, hi int64) (int64
 	return n, nil
 }
 
-// home finds a member's stored score on its own shard.
-func (s *Service) home(ctx context.Context, rc *readCtx, user string) (int64, error) {
-	if !rank.ValidMember(user) {
-		return 0, rank.Invalid("user", "user must match [A-Za-z0-9_.@-]{1,64}")
+// validStored reports whether a cursor's member can be a stored member of
+// the board's family.
+func (rc *readCtx) validStored(m string) bool {
+	if c := rc.b.fam.enc.Cols; c != nil {
+		return c.Valid(m)
 	}
-	sc, found, err := s.rp.Score(ctx, rc.plan(s), shardOf(user, rc.b.n), user)
+	return rank.ValidMember(m)
+}
+
+// home finds a member's stored score (and, on a family with sort columns,
+// its stored member) on its own shard.
+func (s *Service) home(ctx context.Context, rc *readCtx, user string) (rank.Item, error) {
+	if !rank.ValidMember(user) {
+		return rank.Item{}, rank.Invalid("user", "user must match [A-Za-z0-9_.@-]{1,64}")
+	}
+	it, found, err := s.rp.FindOne(ctx, rc.plan(s), shardOf(user, rc.b.n), user)
 	if err != nil {
-		return 0, err
+		return rank.Item{}, err
 	}
 	if !found {
-		return 0, rank.Errorf(rank.CodeNotRanked, "%s is not on board %s", user, rc.b.name())
+		return rank.Item{}, rank.Errorf(rank.CodeNotRanked, "%s is not on board %s", user, rc.b.name())
 	}
-	return sc, nil
+	return it, nil
 }
 
 // probeAll asks every shard where each (score, member) stands.
@@ -344,16 +428,16 @@ func (s *Service) Member(ctx context.Context, ref BoardRef, user string, o ReadO
 
 func (s *Service) member(ctx context.Context, rc *readCtx, user string) (MemberStanding, error) {
 	o := rc.o
-	score, err := s.home(ctx, rc, user)
+	it, err := s.home(ctx, rc, user)
 	if err != nil {
 		return MemberStanding{}, err
 	}
-	st, err := s.probeAll(ctx, rc, "member", []rank.Item{{Score: score, Member: user}})
+	st, err := s.probeAll(ctx, rc, "member", []rank.Item{it})
 	if err != nil {
 		return MemberStanding{}, err
 	}
-	ms := MemberStanding{ReadMeta: rc.meta, User: user, Points: rc.b.fam.enc.PointsOf(score),
-		Position: st.Ahead[0], Rank: rc.rankOf(st, 0), Members: st.Card}
+	ms := MemberStanding{ReadMeta: rc.meta, User: user, Points: rc.b.fam.enc.PointsOf(it.Score),
+		Position: st.Ahead[0], Rank: rc.rankOf(st, 0), Members: st.Card, Columns: rc.toEntries([]rank.Item{it})[0].Columns}
 	behind := st.Card - st.Ahead[0] - 1
 	if rc.b.fam.mode == rank.Competition {
 		behind = st.Card - st.Least[0]
@@ -361,12 +445,15 @@ func (s *Service) member(ctx context.Context, rc *readCtx, user string) (MemberS
 	if st.Card > 0 && behind > 0 {
 		ms.Percentile = float64(behind*10000/st.Card) / 100
 	}
-	if o.Profiles {
+	if o.Profiles || o.Metadata {
 		entries := []rank.Entry{{User: user}}
 		if err := s.addProfiles(ctx, rc, entries); err != nil {
 			return MemberStanding{}, err
 		}
-		ms.Profile = entries[0].Profile
+		if err := s.addMetadata(ctx, rc, entries); err != nil {
+			return MemberStanding{}, err
+		}
+		ms.Profile, ms.Metadata = entries[0].Profile, entries[0].Metadata
 	}
 	ms.ReadMeta = rc.meta
 	return ms, nil
@@ -388,11 +475,11 @@ func (s *Service) Around(ctx context.Context, ref BoardRef, user string, radius 
 }
 
 func (s *Service) around(ctx context.Context, rc *readCtx, user string, radius int) (Page, error) {
-	score, err := s.home(ctx, rc, user)
+	it, err := s.home(ctx, rc, user)
 	if err != nil {
 		return Page{}, err
 	}
-	w, err := s.rp.Around(ctx, "around", rc.plan(s), rc.b.fam.enc, score, user, radius)
+	w, err := s.rp.Around(ctx, "around", rc.plan(s), rc.b.fam.enc, it.Score, it.Member, radius)
 	if err != nil {
 		return Page{}, err
 	}
@@ -400,10 +487,10 @@ func (s *Service) around(ctx context.Context, rc *readCtx, user string, radius i
 	items := w.Items
 	entries := rc.toEntries(items)
 	first := w.First
-	moreFirst := w.More // members with strictly more points than the member itself
-	if rc.b.fam.mode == rank.Competition && entries[0].Points != entries[w.Up].Points {
-		// The window starts above the member's points: count who is ahead of those.
-		if moreFirst, err = s.countBetter(ctx, rc, items[0].Score); err != nil {
+	moreFirst := w.More // members strictly better (points, columns) than the member itself
+	if rc.b.fam.mode == rank.Competition && !sameStanding(entries[0], entries[w.Up]) {
+		// The window starts above the member's standing: count who is ahead of that.
+		if moreFirst, err = s.countBetter(ctx, rc, items[0]); err != nil {
 			return Page{}, err
 		}
 	}
@@ -411,10 +498,18 @@ func (s *Service) around(ctx context.Context, rc *readCtx, user string, radius i
 	return s.finishPage(ctx, rc, "around", entries, "")
 }
 
-// countBetter counts members with strictly more (better) points than score's.
-func (s *Service) countBetter(ctx context.Context, rc *readCtx, score int64) (int64, error) {
+// countBetter counts members strictly better than it: more points, or on a
+// family with sort columns better on (points, columns) — a position probe.
+func (s *Service) countBetter(ctx context.Context, rc *readCtx, it rank.Item) (int64, error) {
 	enc := rc.b.fam.enc
-	return s.countIn(ctx, rc, enc.MinScoreAbove(enc.PointsOf(score)), rank.MaxSafe)
+	if enc.Cols != nil {
+		st, err := s.probeAll(ctx, rc, "around_more", []rank.Item{it})
+		if err != nil {
+			return 0, err
+		}
+		return st.More[0], nil
+	}
+	return s.countIn(ctx, rc, enc.MinScoreAbove(enc.PointsOf(it.Score)), rank.MaxSafe)
 }
 
 // Lookup returns the listed members that are on the board, in board order,
@@ -456,16 +551,16 @@ func (s *Service) lookup(ctx context.Context, rc *readCtx, uniq []string) (Page,
 		i := shardOf(u, rc.b.n)
 		byShard[i] = append(byShard[i], u)
 	}
-	scores, found, missing, err := s.rp.Scores(ctx, "lookup_scores", rc.plan(s), byShard)
+	its, found, missing, err := s.rp.Find(ctx, "lookup_scores", rc.plan(s), byShard)
 	if err != nil {
 		return Page{}, err
 	}
 	rc.partial(missing)
 	var items []rank.Item
 	for i, ms := range byShard {
-		for j, u := range ms {
+		for j := range ms {
 			if found[i] != nil && found[i][j] {
-				items = append(items, rank.Item{Score: scores[i][j], Member: u})
+				items = append(items, its[i][j])
 			}
 		}
 	}

@@ -14,11 +14,25 @@ type refBoard struct {
 	comp     bool
 	members  map[string]*refMember
 	live     map[string]int // applied, not reversed changes per member
+	// cols are the sort columns after points (nil: none); equal points are
+	// ordered by them, each by its own order, before the tie rule.
+	cols []refCol
+}
+
+// refCol is one sort column of the reference: asc (lower is better) or
+// desc, and how a sum family combines it (sum | last | max | min).
+type refCol struct {
+	name string
+	asc  bool
+	max  int64
+	agg  string
 }
 
 type refMember struct {
 	points int64
 	seq    int64
+	cols   []int64
+	md     string // metadata of the change that last moved the member
 }
 
 type refEntry struct {
@@ -26,6 +40,7 @@ type refEntry struct {
 	points   int64
 	position int64
 	rank     int64
+	cols     map[string]int64 // nil on a family without columns
 }
 
 func newRef(asc, tieFirst, comp bool) *refBoard {
@@ -50,6 +65,9 @@ func (r *refBoard) sorted() []refEntry {
 		if a.points != b.points {
 			return r.better(a.points, b.points)
 		}
+		if c := r.cmpCols(a.cols, b.cols); c != 0 {
+			return c > 0
+		}
 		if r.tieFirst && a.seq != b.seq {
 			return a.seq < b.seq
 		}
@@ -57,11 +75,18 @@ func (r *refBoard) sorted() []refEntry {
 	})
 	out := make([]refEntry, len(users))
 	for i, u := range users {
-		e := refEntry{user: u, points: r.members[u].points, position: int64(i), rank: int64(i) + 1}
+		self := r.members[u]
+		e := refEntry{user: u, points: self.points, position: int64(i), rank: int64(i) + 1}
+		if r.cols != nil {
+			e.cols = map[string]int64{}
+			for k, c := range r.cols {
+				e.cols[c.name] = self.cols[k]
+			}
+		}
 		if r.comp {
 			var more int64
 			for _, m := range r.members {
-				if r.better(m.points, e.points) {
+				if r.better(m.points, e.points) || (m.points == e.points && r.cmpCols(m.cols, self.cols) > 0) {
 					more++
 				}
 			}
@@ -70,6 +95,20 @@ func (r *refBoard) sorted() []refEntry {
 		out[i] = e
 	}
 	return out
+}
+
+// cmpCols compares column tuples in column order: > 0 when a is better.
+func (r *refBoard) cmpCols(a, b []int64) int {
+	for k, c := range r.cols {
+		if a[k] == b[k] {
+			continue
+		}
+		if (a[k] < b[k]) == c.asc {
+			return 1
+		}
+		return -1
+	}
+	return 0
 }
 
 func (r *refBoard) add(user string, delta, seq int64) {

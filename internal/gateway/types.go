@@ -6,6 +6,7 @@ package gateway
 // the e2e tests check every exchange against it.
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/rankgate/rankgate/internal/rank"
@@ -44,6 +45,8 @@ type ReadOptions struct {
 	Consistency  Consistency
 	AllowPartial bool
 	Profiles     bool
+	// Metadata: entries carry their metadata (metadata=1).
+	Metadata bool
 }
 
 // ReadMeta is what every read answers besides its payload.
@@ -80,6 +83,9 @@ type MemberStanding struct {
 	Members    int64             `json:"members"`
 	Percentile float64           `json:"percentile"`
 	Profile    map[string]string `json:"profile,omitempty"`
+	// Columns and Metadata: see rank.Entry.
+	Columns  map[string]int64 `json:"columns,omitempty"`
+	Metadata json.RawMessage  `json:"metadata,omitempty"`
 }
 
 // Count is the answer of a points-band count.
@@ -117,6 +123,11 @@ type Event struct {
 	At       *time.Time        `json:"at,omitempty"`
 	Reverses string            `json:"reverses,omitempty"`
 	Reason   string            `json:"reason,omitempty"`
+	// Columns: the sort column values (families with columns).
+	Columns map[string]int64 `json:"columns,omitempty"`
+	// Metadata: a JSON object of at most MaxMetadata bytes, kept with the
+	// entry this event last changed.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 // BoardPoints is the outcome of an event on one board.
@@ -139,6 +150,9 @@ type EventResult struct {
 type Projection struct {
 	Version int64 `json:"version"`
 	Points  int64 `json:"points"`
+	// Columns and Metadata: see Event.
+	Columns  map[string]int64 `json:"columns,omitempty"`
+	Metadata json.RawMessage  `json:"metadata,omitempty"`
 }
 
 // ProjectionResult answers a projection.

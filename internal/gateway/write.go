@@ -21,7 +21,8 @@ type plan struct {
 	fam    *family
 	period period.Period
 	boards []shard.Board
-	value  int64 // stored delta (sum) or stored value (max/min)
+	value  int64   // stored delta (sum) or stored value (max/min)
+	cols   []int64 // sort column values, in the family's column order
 	seq    int64
 	first  int // index of its first write in the batch's write list
 	err    error
@@ -160,6 +161,10 @@ func (w redisWrites) apply(ctx context.Context, plans []plan, shards map[string]
 			} else {
 				w.Kind, w.Mode, w.Value = store.KindApply, p.fam.agg, p.value
 			}
+			if c := p.fam.enc.Cols; c != nil {
+				w.HasCols, w.B, w.Columns = true, c.B, colArgs(c, p.cols, p.fam.agg)
+			}
+			w.Metadata, w.KeepMetadata = string(p.ev.Metadata), true
 			writes = append(writes, w)
 		}
 	}
@@ -250,6 +255,17 @@ func (s *Service) planEvent(ev Event, now time.Time) plan {
 		}
 		p.value = f.enc.Stored(*ev.Value)
 	}
+	if err := checkColumns(f, ev.Columns, ev.Reverses != ""); err != nil {
+		return fail(err)
+	}
+	if f.enc.Cols != nil && ev.Reverses == "" {
+		if p.cols, err = f.enc.Cols.Values(ev.Columns); err != nil {
+			return fail(err)
+		}
+	}
+	if err := s.checkMetadata(ev.Metadata); err != nil {
+		return fail(err)
+	}
 	at := now
 	if ev.At != nil {
 		at = *ev.At
@@ -309,7 +325,7 @@ func (s *Service) takeSeqs(ctx context.Context, plans []plan) error {
 	var order []string
 	for i := range plans {
 		p := &plans[i]
-		if p.err != nil || !p.fam.enc.TieFirst() {
+		if p.err != nil || !p.fam.enc.TakesSeq() {
 			continue
 		}
 		key := p.fam.cfg.Name + "/" + p.period.ID
@@ -336,14 +352,14 @@ func (s *Service) takeSeqs(ctx context.Context, plans []plan) error {
 	}
 	for i := range plans {
 		p := &plans[i]
-		if p.err != nil || !p.fam.enc.TieFirst() {
+		if p.err != nil || !p.fam.enc.TakesSeq() {
 			continue
 		}
 		key := p.fam.cfg.Name + "/" + p.period.ID
 		p.seq = next[key]
 		next[key]++
-		if p.seq >= p.fam.enc.B {
-			p.err = rank.Errorf(rank.CodeOutOfRange, "period %s used up its %d achievement numbers (seq_capacity)", p.period.ID, p.fam.enc.B)
+		if p.seq >= p.fam.enc.SeqCap() {
+			p.err = rank.Errorf(rank.CodeOutOfRange, "period %s used up its %d achievement numbers (seq_capacity)", p.period.ID, p.fam.enc.SeqCap())
 		}
 	}
 	return nil
@@ -515,6 +531,18 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 	if err := f.enc.CheckPoints("points", pr.Points); err != nil {
 		return ProjectionResult{}, err
 	}
+	if err := checkColumns(f, pr.Columns, false); err != nil {
+		return ProjectionResult{}, err
+	}
+	var cols []int64
+	if f.enc.Cols != nil {
+		if cols, err = f.enc.Cols.Values(pr.Columns); err != nil {
+			return ProjectionResult{}, err
+		}
+	}
+	if err := s.checkMetadata(pr.Metadata); err != nil {
+		return ProjectionResult{}, err
+	}
 	b, err := s.resolve(ctx, ref)
 	if err != nil {
 		return ProjectionResult{}, err
@@ -540,14 +568,18 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 		return s.projectLedger(ctx, f, b, user, pr, now)
 	}
 	var seq int64
-	if f.enc.TieFirst() {
+	if f.enc.TakesSeq() {
 		if seq, err = s.writeBE.TakeSeq(ctx, s.layout.Period(f.cfg.Name, b.period.ID), 1); err != nil {
 			return ProjectionResult{}, writeUnavailable(err, "taking an achievement number")
 		}
 	}
-	r := s.writeBE.Write(ctx, []store.Write{{Kind: store.KindProject, Keys: s.layout.Keys(b.b, shard.Of(user, n), n), Member: user,
+	w := store.Write{Kind: store.KindProject, Keys: s.layout.Keys(b.b, shard.Of(user, n), n), Member: user,
 		Version: pr.Version, Value: f.enc.Stored(pr.Points), B: f.enc.B, Seq: seq, MaxPoints: f.enc.MaxPoints,
-		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion}})[0]
+		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion, Metadata: string(pr.Metadata), KeepMetadata: true}
+	if c := f.enc.Cols; c != nil {
+		w.HasCols, w.B, w.Columns = true, c.B, colArgs(c, cols, "")
+	}
+	r := s.writeBE.Write(ctx, []store.Write{w})[0]
 	if r.Err != nil {
 		return ProjectionResult{}, writeUnavailable(r.Err, "projection on %s; retry", b.name())
 	}
@@ -609,4 +641,60 @@ func printable(s string) bool {
 		}
 	}
 	return true
+}
+
+// colArgs are a write's columns for columns.lua: in a sum family each column
+// combines by its own aggregate; max/min families and projections keep the
+// whole tuple ("").
+func colArgs(c *rank.Columns, vals []int64, mode string) []store.ColArg {
+	out := make([]store.ColArg, len(c.Cols))
+	for i, col := range c.Cols {
+		a := store.ColArg{Max: col.Max, Width: c.Width(i), Asc: col.Asc}
+		if mode == "sum" {
+			a.Agg = col.Agg
+		}
+		if vals != nil {
+			a.Value = vals[i]
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// checkColumns refuses columns on a family without them and on a reversal
+// (which gives back what its original added).
+func checkColumns(f *family, cols map[string]int64, reversal bool) error {
+	switch {
+	case len(cols) == 0:
+		return nil
+	case f.enc.Cols == nil:
+		return rank.Invalid("columns", "family %s has no sort columns", f.cfg.Name)
+	case reversal:
+		return rank.Invalid("columns", "a reversal carries no columns: it gives back what the original added")
+	}
+	return nil
+}
+
+// MaxMetadata bounds an event's or projection's metadata (encoded JSON).
+const MaxMetadata = 512
+
+// checkMetadata: absent, or a JSON object of at most MaxMetadata bytes; the
+// ledger keeps no metadata yet, so ledger mode refuses it rather than lose it
+// at the next rebuild.
+func (s *Service) checkMetadata(md json.RawMessage) error {
+	if len(md) == 0 {
+		return nil
+	}
+	if s.ledger != nil {
+		return rank.Invalid("metadata", "metadata is kept in Redis-only mode only for now (the ledger keeps no metadata, a rebuild would lose it)")
+	}
+	if len(md) > MaxMetadata {
+		return &rank.Error{Code: rank.CodeTooLarge, Field: "metadata",
+			Message: "metadata must be a JSON object of at most " + itoa(MaxMetadata) + " bytes; got " + itoa(len(md))}
+	}
+	var obj map[string]json.RawMessage
+	if md[0] != '{' || json.Unmarshal(md, &obj) != nil {
+		return rank.Invalid("metadata", "metadata must be a JSON object")
+	}
+	return nil
 }

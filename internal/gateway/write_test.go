@@ -744,10 +744,10 @@ func TestProjection(t *testing.T) {
 		pr   Projection
 		want ProjectionResult
 	}{
-		{"first version", Projection{1, 10}, ProjectionResult{Applied: true, Version: 1, Points: 10}},
-		{"same version", Projection{1, 99}, ProjectionResult{Applied: false, CurrentVersion: 1, Points: 10}},
-		{"newer version", Projection{3, 7}, ProjectionResult{Applied: true, Version: 3, Points: 7}},
-		{"older version", Projection{2, 50}, ProjectionResult{Applied: false, CurrentVersion: 3, Points: 7}},
+		{"first version", Projection{Version: 1, Points: 10}, ProjectionResult{Applied: true, Version: 1, Points: 10}},
+		{"same version", Projection{Version: 1, Points: 99}, ProjectionResult{Applied: false, CurrentVersion: 1, Points: 10}},
+		{"newer version", Projection{Version: 3, Points: 7}, ProjectionResult{Applied: true, Version: 3, Points: 7}},
+		{"older version", Projection{Version: 2, Points: 50}, ProjectionResult{Applied: false, CurrentVersion: 3, Points: 7}},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -766,7 +766,7 @@ func TestProjection(t *testing.T) {
 		t.Fatalf("member = %+v, %v; want 7 points", ms, err)
 	}
 	// Boards of one projection family are independent.
-	if _, err := svc.Project(ctx, boardRef("proj", "all", "province:zj"), "u1", Projection{1, 4}); err != nil {
+	if _, err := svc.Project(ctx, boardRef("proj", "all", "province:zj"), "u1", Projection{Version: 1, Points: 4}); err != nil {
 		t.Fatal(err)
 	}
 	wantTop(t, svc, boardRef("proj", "all", "province:zj"), []userPts{{"u1", 4}})
@@ -780,11 +780,11 @@ func TestProjection(t *testing.T) {
 		code  rank.Code
 		field string
 	}{
-		{"version 0", ref, "u1", Projection{0, 1}, rank.CodeInvalidArgument, "version"},
-		{"bad user", ref, "u 1", Projection{9, 1}, rank.CodeInvalidArgument, "user"},
-		{"unknown family", nationalRef("nope", "all"), "u1", Projection{9, 1}, rank.CodeUnknownFamily, ""},
-		{"undeclared dimension", boardRef("proj", "all", "class:c1"), "u1", Projection{9, 1}, rank.CodeUnknownBoard, ""},
-		{"events family", nationalRef("small", "all"), "u1", Projection{9, 1}, rank.CodeWrongSource, ""},
+		{"version 0", ref, "u1", Projection{Version: 0, Points: 1}, rank.CodeInvalidArgument, "version"},
+		{"bad user", ref, "u 1", Projection{Version: 9, Points: 1}, rank.CodeInvalidArgument, "user"},
+		{"unknown family", nationalRef("nope", "all"), "u1", Projection{Version: 9, Points: 1}, rank.CodeUnknownFamily, ""},
+		{"undeclared dimension", boardRef("proj", "all", "class:c1"), "u1", Projection{Version: 9, Points: 1}, rank.CodeUnknownBoard, ""},
+		{"events family", nationalRef("small", "all"), "u1", Projection{Version: 9, Points: 1}, rank.CodeWrongSource, ""},
 	}
 	for _, c := range errCases {
 		t.Run(c.name, func(t *testing.T) {

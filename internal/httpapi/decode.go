@@ -357,6 +357,15 @@ func (p *params) readOptions() gateway.ReadOptions {
 			p.fail(rank.Invalid("profiles", "profiles must be 0 or 1, got %q", s))
 		}
 	}
+	if s, ok := p.str("metadata"); ok {
+		switch s {
+		case "0":
+		case "1":
+			o.Metadata = true
+		default:
+			p.fail(rank.Invalid("metadata", "metadata must be 0 or 1, got %q", s))
+		}
+	}
 	return o
 }
 

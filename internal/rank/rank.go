@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 )
@@ -16,6 +17,13 @@ type Entry struct {
 	Position int64             `json:"position"`
 	Rank     int64             `json:"rank"`
 	Profile  map[string]string `json:"profile,omitempty"`
+	// Columns: the sort column values (families with columns only).
+	Columns map[string]int64 `json:"columns,omitempty"`
+	// Metadata: the entry's metadata, asked for with metadata=1.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// ColKey is the column part of the stored member (Columns.Key): entries
+	// equal on points and ColKey share a competition rank.
+	ColKey string `json:"-"`
 }
 
 // Item is one sorted-set element: the stored score and the member. Board order
@@ -50,13 +58,29 @@ const (
 // Under tie "first": score = stored × B + (B − 1 − seq), where stored is
 // points (desc) or −points (asc). Under tie "member": score = stored.
 type Encoding struct {
-	B         int64 // 0: tie member; ≥2: tie first
+	B         int64 // 0: tie member (or a family with columns); ≥2: tie first
 	Asc       bool
 	MaxPoints int64 // |points| bound
+	// Cols is the sort-column encoding of the stored member (nil: no
+	// columns). A family with columns keeps B = 0: its score is the stored
+	// points alone, and a tie-first seq lives in the member (Cols.B).
+	Cols *Columns
 }
 
-// TieFirst reports whether the encoding carries an achievement seq.
+// TieFirst reports whether the score carries an achievement seq.
 func (e Encoding) TieFirst() bool { return e.B > 0 }
+
+// TakesSeq reports whether writes need an achievement seq (tie first, in the
+// score or in the stored member), and SeqCap is its capacity.
+func (e Encoding) TakesSeq() bool { return e.SeqCap() > 0 }
+
+// SeqCap is the achievement capacity B (0: tie member).
+func (e Encoding) SeqCap() int64 {
+	if e.Cols != nil {
+		return e.Cols.B
+	}
+	return e.B
+}
 
 // Stored maps points to stored (sign-adjusted) points.
 func (e Encoding) Stored(points int64) int64 {
@@ -171,7 +195,7 @@ func FillRanks(entries []Entry, first int64, moreThanFirst int64, mode RankMode)
 			entries[i].Rank = pos + 1
 		case i == 0:
 			entries[i].Rank = moreThanFirst + 1
-		case entries[i].Points == entries[i-1].Points:
+		case entries[i].Points == entries[i-1].Points && entries[i].ColKey == entries[i-1].ColKey:
 			entries[i].Rank = entries[i-1].Rank
 		default:
 			entries[i].Rank = pos + 1

@@ -68,7 +68,10 @@ type Reader struct {
 // Board is one read's view of a board: its shard keys (index = shard) and
 // the read's options.
 type Board struct {
-	Keys         []string
+	Keys []string
+	// Cols (a family with sort columns) are the shards' user → stored-member
+	// prefix hashes, index = shard; nil without columns.
+	Cols         []string
 	Replica      bool
 	AllowPartial bool
 }
@@ -380,6 +383,65 @@ func (r *Reader) Scores(ctx context.Context, op string, b *Board, byShard [][]st
 	return scores, found, missing, nil
 }
 
+// Find reads members' stored items grouped by home shard (byShard[i] lists
+// shard i's users), one read per shard that has any: ZMSCORE, or on a family
+// with sort columns (b.Cols) members.lua, which also names each user's
+// stored member. found[i][k] says whether byShard[i][k] is on the board;
+// items[i][k] is its (score, stored member).
+func (r *Reader) Find(ctx context.Context, op string, b *Board, byShard [][]string) (items [][]rank.Item, found [][]bool, missing []int, err error) {
+	var shards []int
+	var reads []store.ShardRead
+	for i, ms := range byShard {
+		if len(ms) > 0 {
+			shards = append(shards, i)
+			rd := store.ShardRead{Kind: store.ReadScores, Key: b.Keys[i], Members: ms}
+			if b.Cols != nil {
+				rd.Cols = b.Cols[i]
+			}
+			reads = append(reads, rd)
+		}
+	}
+	items, found = make([][]rank.Item, len(byShard)), make([][]bool, len(byShard))
+	if len(reads) == 0 {
+		return items, found, nil, nil
+	}
+	res, missing, err := r.Fanout(ctx, op, b, shards, reads)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for j, i := range shards {
+		if res[j].Err != nil {
+			continue
+		}
+		its := make([]rank.Item, len(byShard[i]))
+		for k, u := range byShard[i] {
+			its[k] = rank.Item{Score: res[j].Scores[k], Member: u}
+			if res[j].Stored != nil {
+				its[k].Member = res[j].Stored[k]
+			}
+		}
+		items[i], found[i] = its, res[j].Found
+	}
+	return items, found, missing, nil
+}
+
+// FindOne reads one user's stored item on its home shard; found is false
+// when the user is not on the board.
+func (r *Reader) FindOne(ctx context.Context, b *Board, home int, user string) (rank.Item, bool, error) {
+	if b.Cols == nil {
+		sc, found, err := r.Score(ctx, b, home, user)
+		return rank.Item{Score: sc, Member: user}, found, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	var out [1]store.ShardReply
+	r.Backend.ReadShards(cctx, []store.ShardRead{{Kind: store.ReadScores, Key: b.Keys[home], Cols: b.Cols[home], Members: []string{user}}}, b.Replica, out[:])
+	if out[0].Err != nil {
+		return rank.Item{}, false, rank.Unavailable(out[0].Err, "score from shard %d", home)
+	}
+	return rank.Item{Score: out[0].Scores[0], Member: out[0].Stored[0]}, out[0].Found[0], nil
+}
+
 // Standing sums position probes over every shard.
 type Standing struct {
 	Card               int64
@@ -410,6 +472,11 @@ func (r *Reader) Probe(ctx context.Context, op string, b *Board, enc rank.Encodi
 	for i, it := range items {
 		p := enc.PointsOf(it.Score)
 		probes[i] = store.Probe{Score: it.Score, Member: it.Member, MoreMin: enc.MinScoreAbove(p), SameMin: enc.MinScoreOf(p)}
+		if enc.Cols != nil {
+			// Strictly better / at least as good on (points, columns).
+			key := enc.Cols.Key(it.Member)
+			probes[i].MoreMember, probes[i].SameMember = rank.BetterKey(key), key
+		}
 	}
 	kind := store.ReadPlace
 	if r.ScriptProbes || len(items) > NativeProbes {
@@ -490,14 +557,15 @@ type Window struct {
 
 // Around reads up to radius entries before and after (score, user) on every
 // shard — one seek per shard (mode around: the member's place is found once)
-// in per-node pipelines — and merges them around the member.
+// in per-node pipelines — and merges them around the member. user is the
+// stored member (on a family with sort columns, FindOne names it).
 func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encoding, score int64, user string, radius int) (Window, error) {
 	n := b.N()
-	moreSelf := enc.MinScoreAbove(enc.PointsOf(score))
+	a := MoreThan(enc, rank.Item{Score: score, Member: user})
+	a.Mode, a.Score, a.Member, a.Limit = store.SeekAround, score, user, radius
 	reads := make([]store.ShardRead, n)
 	for i := range reads {
-		reads[i] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i],
-			Seek: store.SeekArgs{Mode: store.SeekAround, Score: score, Member: user, Limit: radius, MoreMin: &moreSelf}}
+		reads[i] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i], Seek: a}
 	}
 	res, missing, err := r.Fanout(ctx, op, b, AllShards(n), reads)
 	if err != nil {
@@ -525,4 +593,16 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 	items := make([]rank.Item, 0, len(upM)+1+len(downM))
 	items = append(append(append(items, upM...), rank.Item{Score: score, Member: user}), downM...)
 	return Window{Items: items, Up: len(upM), First: p - int64(len(upM)), More: more, Missing: missing}, nil
+}
+
+// MoreThan returns seek arguments whose "more" count is the members
+// strictly better than it: on points, or on a family with sort columns on
+// (points, columns) — the count a competition rank starts from.
+func MoreThan(enc rank.Encoding, it rank.Item) store.SeekArgs {
+	if enc.Cols != nil {
+		score := it.Score
+		return store.SeekArgs{MoreMin: &score, MoreMember: rank.BetterKey(enc.Cols.Key(it.Member))}
+	}
+	more := enc.MinScoreAbove(enc.PointsOf(it.Score))
+	return store.SeekArgs{MoreMin: &more}
 }

@@ -67,7 +67,12 @@ type Keys struct {
 	M    string // HASH member → projection version (projection families)
 	Ev   string // HASH event id → applied record (dedupe + reversal look-up)
 	Meta string // HASH state, rules version, created
-	Tag  string // "{family:dimension:shard}" without braces
+	// Cols: HASH user → the column (and tie-first seq) prefix of its stored
+	// member (families with sort columns only; see rank.Columns).
+	Cols string
+	// Md: HASH user → the entry's metadata (JSON), where events carry it.
+	Md  string
+	Tag string // "{family:dimension:shard}" without braces
 }
 
 // Snapshot returns the key of a snapshot copy of this shard.
@@ -151,7 +156,7 @@ func (l Layout) Keys(b Board, i, n int) Keys {
 	l.writeBase(&sb, b, i, n)
 	base := sb.String()
 	tag := base[len(l.Prefix)+2 : strings.IndexByte(base, '}')]
-	return Keys{Z: base + "z", M: base + "m", Ev: base + "ev", Meta: base + "meta", Tag: tag}
+	return Keys{Z: base + "z", M: base + "m", Ev: base + "ev", Meta: base + "meta", Cols: base + "cols", Md: base + "md", Tag: tag}
 }
 
 // SharedCache returns the key of a board's shared cache copy of one query
@@ -221,3 +226,11 @@ func (l Layout) Lease(name string) LeaseKeys {
 	base := l.Prefix + ":{lease:" + name + "}:"
 	return LeaseKeys{Owner: base + "owner", Fence: base + "fence"}
 }
+
+// ColsKey returns the user → stored-member-prefix hash (Keys.Cols) of the
+// board shard whose sorted set is z.
+func ColsKey(z string) string { return strings.TrimSuffix(z, "z") + "cols" }
+
+// MdKey returns the user → metadata hash (Keys.Md) of the board shard whose
+// sorted set is z.
+func MdKey(z string) string { return strings.TrimSuffix(z, "z") + "md" }

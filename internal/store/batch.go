@@ -18,10 +18,11 @@ type ReadKind uint8
 const (
 	ReadSeek      ReadKind = iota + 1 // Seek: ZREVRANGE from the head, else seek.lua
 	ReadPositions                     // Probes: position.lua
-	ReadScores                        // Members: ZMSCORE
+	ReadScores                        // Members: ZMSCORE (with Cols: members.lua)
 	ReadCount                         // Lo, Hi: ZCOUNT
 	ReadCard                          // ZCARD
 	ReadPlace                         // Probes natively: ZCARD, then per probe ZCOUNT and its points group
+	ReadHash                          // Members: HMGET Key (metadata)
 )
 
 // DefaultBand is how many members of a probe's points group a native
@@ -40,6 +41,9 @@ type ShardRead struct {
 	// Band (ReadPlace): the most members of a probe's points group to read;
 	// 0 is DefaultBand.
 	Band int
+	// Cols (ReadScores on a family with sort columns): the shard's user →
+	// prefix hash; Members are users and the reply names their stored members.
+	Cols string
 }
 
 // ShardReply is the answer to one ShardRead; Err is that read's own error
@@ -49,7 +53,9 @@ type ShardReply struct {
 	Positions Positions
 	Scores    []int64
 	Found     []bool
-	N         int64 // ReadCount, ReadCard
+	Stored    []string // ReadScores with Cols: each user's stored member
+	Values    []string // ReadHash: each field's value ("" when absent)
+	N         int64    // ReadCount, ReadCard
 	// Open (ReadPlace): some probe's points group holds Band members or more
 	// on this shard, so Positions is not filled: ask position.lua instead.
 	Open bool
@@ -180,18 +186,30 @@ func (s *Store) parsePlace(r *ShardRead, cmds []redis.Cmder) ShardReply {
 		if int64(len(group)) >= r.band() {
 			return ShardReply{Open: true}
 		}
-		ahead := more
+		ahead, better, least := more, more, more+int64(len(group))
+		if pr.MoreMember != "" {
+			least = more // on (points, columns): counted below
+		}
 		for _, z := range group {
 			sc, ok := rank.FromFloat(z.Score)
 			if !ok {
 				out.Err = fmt.Errorf("position: score %v is not an integer within ±2^53", z.Score)
 				return out
 			}
-			if m, _ := z.Member.(string); sc > pr.Score || (sc == pr.Score && m > pr.Member) {
+			m, _ := z.Member.(string)
+			if sc > pr.Score || (sc == pr.Score && m > pr.Member) {
 				ahead++
 			}
+			if pr.MoreMember != "" { // a family with sort columns (position.lua's more/same members)
+				if sc > pr.Score || (sc == pr.Score && m > pr.MoreMember) {
+					better++
+				}
+				if sc > pr.Score || (sc == pr.Score && m > pr.SameMember) {
+					least++
+				}
+			}
 		}
-		p.Ahead[j], p.More[j], p.AtLeast[j] = ahead, more, more+int64(len(group))
+		p.Ahead[j], p.More[j], p.AtLeast[j] = ahead, better, least
 	}
 	out.Positions = p
 	return out
@@ -215,6 +233,12 @@ func (s *Store) queueRead(ctx context.Context, p redis.Pipeliner, r *ShardRead, 
 		}
 		return positionScript.EvalSha(ctx, p, []string{r.Key}, args...)
 	case ReadScores:
+		if r.Cols != "" {
+			if ro {
+				return membersScript.EvalShaRO(ctx, p, []string{r.Key, r.Cols}, membersArgs(r.Members)...)
+			}
+			return membersScript.EvalSha(ctx, p, []string{r.Key, r.Cols}, membersArgs(r.Members)...)
+		}
 		// A generic command: ZMSCORE's nil for an absent member must survive.
 		args := make([]any, 0, 2+len(r.Members))
 		args = append(args, "ZMSCORE", r.Key)
@@ -226,6 +250,8 @@ func (s *Store) queueRead(ctx context.Context, p redis.Pipeliner, r *ShardRead, 
 		return p.ZCount(ctx, r.Key, fmtScore(r.Lo), fmtScore(r.Hi))
 	case ReadCard:
 		return p.ZCard(ctx, r.Key)
+	case ReadHash:
+		return p.HMGet(ctx, r.Key, r.Members...)
 	}
 	cmd := redis.NewCmd(ctx)
 	cmd.SetErr(fmt.Errorf("store: unknown read kind %d", r.Kind))
@@ -235,9 +261,12 @@ func (s *Store) queueRead(ctx context.Context, p redis.Pipeliner, r *ShardRead, 
 // runScriptAlone re-runs a script read that met NOSCRIPT: Run loads it.
 func (s *Store) runScriptAlone(ctx context.Context, c redis.UniversalClient, r *ShardRead, ro bool) redis.Cmder {
 	sc, keys, args := seekScript, []string(nil), []any(nil)
-	if r.Kind == ReadPositions {
+	switch r.Kind {
+	case ReadPositions:
 		sc, keys, args = positionScript, []string{r.Key}, positionArgs(r.Probes)
-	} else {
+	case ReadScores:
+		sc, keys, args = membersScript, []string{r.Key, r.Cols}, membersArgs(r.Members)
+	default:
 		keys, args = seekKeysArgs(r.Key, r.Seek)
 	}
 	if ro {
@@ -286,7 +315,21 @@ func (s *Store) parseRead(r *ShardRead, cmd redis.Cmder) ShardReply {
 			out.Err = s.fail("zmscore", err)
 			return out
 		}
+		if r.Cols != "" {
+			out.Stored, out.Scores, out.Found, out.Err = parseMembers(cmd.(*redis.Cmd).Val(), len(r.Members))
+			return out
+		}
 		out.Scores, out.Found, out.Err = parseZMScore(cmd.(*redis.Cmd).Val(), len(r.Members))
+	case ReadHash:
+		if err != nil {
+			out.Err = s.fail("hmget", err)
+			return out
+		}
+		vals := cmd.(*redis.SliceCmd).Val()
+		out.Values = make([]string, len(vals))
+		for i, v := range vals {
+			out.Values[i], _ = v.(string)
+		}
 	case ReadCount:
 		out.N, err = cmd.(*redis.IntCmd).Result()
 		out.Err = s.fail("zcount", err)
@@ -311,14 +354,17 @@ func seekKeysArgs(key string, a SeekArgs) ([]string, []any) {
 	if a.Guard != "" {
 		keys = append(keys, a.Guard)
 	}
+	if a.MoreMember != "" {
+		return keys, []any{a.Mode, fmtScore(a.Score), a.Member, a.Limit, moreMin, stopMin, a.MoreMember}
+	}
 	return keys, []any{a.Mode, fmtScore(a.Score), a.Member, a.Limit, moreMin, stopMin}
 }
 
 func positionArgs(probes []Probe) []any {
-	args := make([]any, 0, 1+4*len(probes))
+	args := make([]any, 0, 1+6*len(probes))
 	args = append(args, len(probes))
 	for _, p := range probes {
-		args = append(args, fmtScore(p.Score), p.Member, fmtScore(p.MoreMin), fmtScore(p.SameMin))
+		args = append(args, fmtScore(p.Score), p.Member, fmtScore(p.MoreMin), fmtScore(p.SameMin), p.MoreMember, p.SameMember)
 	}
 	return args
 }
@@ -417,4 +463,33 @@ func parseZMScore(v any, n int) (scores []int64, found []bool, err error) {
 		scores[i], found[i] = sc, true
 	}
 	return scores, found, nil
+}
+
+func membersArgs(users []string) []any {
+	args := make([]any, len(users))
+	for i, u := range users {
+		args[i] = u
+	}
+	return args
+}
+
+// parseMembers reads members.lua's {stored, score, ...} reply.
+func parseMembers(v any, n int) (stored []string, scores []int64, found []bool, err error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 2*n {
+		return nil, nil, nil, fmt.Errorf("members: unexpected reply %v", v)
+	}
+	stored, scores, found = make([]string, n), make([]int64, n), make([]bool, n)
+	for i := 0; i < n; i++ {
+		m, _ := arr[2*i].(string)
+		sc, _ := arr[2*i+1].(string)
+		if m == "" {
+			continue
+		}
+		if scores[i], err = ParseScore(sc); err != nil {
+			return nil, nil, nil, err
+		}
+		stored[i], found[i] = m, true
+	}
+	return stored, scores, found, nil
 }

@@ -35,6 +35,8 @@ var (
 	snapshotScript = script("#!lua", "snapshot.lua")
 	swapScript     = script("#!lua", "swap.lua")
 	leaseScript    = script("#!lua", "lease.lua")
+	columnsScript  = script("#!lua", "columns.lua")
+	membersScript  = script("#!lua flags=no-writes", "members.lua")
 )
 
 // Scripts lists every script with its name, for preloading and tests.
@@ -42,6 +44,6 @@ func Scripts() map[string]*redis.Script {
 	return map[string]*redis.Script{
 		"apply": applyScript, "reverse": reverseScript, "project": projectScript,
 		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript, "swap": swapScript,
-		"lease": leaseScript,
+		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
 	}
 }

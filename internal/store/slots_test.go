@@ -76,11 +76,17 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 					t.Fatalf("shard %d: ZKey %q != Keys().Z %q", i, z, k.Z)
 				}
 				for _, kd := range kinds {
-					groups = append(groups, group{fmt.Sprintf("shard %d %s script", i, kd.name), store.KeysOf(store.Write{Kind: kd.kind, Keys: k})})
+					groups = append(groups, group{fmt.Sprintf("shard %d %s script", i, kd.name), store.KeysOf(store.Write{Kind: kd.kind, Keys: k})},
+						group{fmt.Sprintf("shard %d %s columns script", i, kd.name), store.KeysOf(store.Write{Kind: kd.kind, Keys: k, HasCols: true})})
+				}
+				if got := store.KeysOf(store.Write{Keys: k, HasCols: true}); len(got) != 6 || got[4] != k.Cols || got[5] != k.Md {
+					t.Fatalf("shard %d: columns script keys %v do not name the cols and md hashes", i, got)
 				}
 				groups = append(groups,
 					group{fmt.Sprintf("shard %d seek script", i), []string{k.Z}},
 					group{fmt.Sprintf("shard %d position script", i), []string{k.Z}},
+					group{fmt.Sprintf("shard %d members script", i), []string{k.Z, shard.ColsKey(k.Z)}},
+					group{fmt.Sprintf("shard %d metadata read", i), []string{k.Z, shard.MdKey(k.Z), k.Cols, k.Md}},
 					group{fmt.Sprintf("shard %d all keys + snapshot", i), []string{k.Z, k.M, k.Ev, k.Meta, k.Snapshot("s1")}},
 					// snapshot script: source, copy, marker; a snapshot page
 					// seeks the copy guarded by the marker.
@@ -190,7 +196,7 @@ func TestScriptsDeclareKeysAndFlags(t *testing.T) {
 		t.Fatalf("MasterForKey: %v", err)
 	}
 	scripts := store.Scripts()
-	for _, name := range []string{"apply", "reverse", "project", "seek", "position"} {
+	for _, name := range []string{"apply", "reverse", "project", "seek", "position", "columns", "members"} {
 		if scripts[name] == nil {
 			t.Fatalf("Scripts() has no %q script", name)
 		}
@@ -218,7 +224,10 @@ func TestScriptsDeclareKeysAndFlags(t *testing.T) {
 		{"project", false, []string{ka.Z, ka.M, ka.Meta}, []string{kb.Z, ka.M, ka.Meta},
 			[]any{"u1", 1, 5, 0, 0, 1000, 1, "r1"}},
 		{"seek", true, []string{ka.Z}, []string{ka.Z, kb.Z}, []any{"top", "0", "", 10, "", ""}},
-		{"position", true, []string{ka.Z}, []string{ka.Z, kb.Z}, []any{1, "0", "u1", "1", "0"}},
+		{"position", true, []string{ka.Z}, []string{ka.Z, kb.Z}, []any{1, "0", "u1", "1", "0", "", ""}},
+		{"columns", false, []string{ka.Z, ka.Ev, ka.M, ka.Meta, ka.Cols, ka.Md}, []string{ka.Z, ka.Ev, ka.M, ka.Meta, kb.Cols, ka.Md},
+			[]any{"apply", "e1", "u1", "sum", 5, 0, 0, 1000, 1, "r1", "0", "", "", 1, "sum", 3, 9, 1}},
+		{"members", true, []string{ka.Z, ka.Cols}, []string{ka.Z, kb.Cols}, []any{"u1", "u2"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -71,10 +71,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease"} {
+		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget"} {
 		m.errors.WithLabelValues(op)
 	}
-	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap"} {
+	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members"} {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
@@ -179,6 +179,27 @@ type Write struct {
 	MaxPoints    int64
 	NowMs        int64
 	Rules        string
+	// Columns (a family with sort columns, HasCols): the write runs
+	// columns.lua for its Kind, with B the tie-first capacity (the seq
+	// lives in the stored member) and one ColArg per column.
+	HasCols bool
+	Columns []ColArg
+	// Metadata is the event's metadata JSON ("" when it carries none).
+	// KeepMetadata passes the shard's metadata hash (Keys.Md) to apply,
+	// reverse and project: an applied change keeps Metadata for the member
+	// (or clears it), a removal clears it. Off: the scripts run as before
+	// metadata existed (ledger mode). Column writes always keep it.
+	Metadata     string
+	KeepMetadata bool
+}
+
+// ColArg is one column of a columns.lua write.
+type ColArg struct {
+	Agg   string // sum | last | max | min; "" keeps the whole tuple
+	Value int64  // value space (asc columns are not flipped)
+	Max   int64
+	Width int // hex width (rank.Columns.Width)
+	Asc   bool
 }
 
 // WriteResult is a script's answer.
@@ -192,6 +213,9 @@ type WriteResult struct {
 }
 
 func (w Write) script() (*redis.Script, string) {
+	if w.HasCols {
+		return columnsScript, "columns"
+	}
 	switch w.Kind {
 	case KindReverse:
 		return reverseScript, "reverse"
@@ -203,9 +227,14 @@ func (w Write) script() (*redis.Script, string) {
 }
 
 func (w Write) keysArgs() ([]string, []any) {
+	if w.HasCols {
+		return w.colsKeysArgs()
+	}
+	var keys []string
+	var args []any
 	switch w.Kind {
 	case KindReverse:
-		return []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
+		keys, args = []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
 			[]any{w.EventID, w.Reverses, w.Member, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, flag(w.PeriodClosed)}
 	case KindProject:
 		seqMode, present := "keep", "1"
@@ -215,12 +244,41 @@ func (w Write) keysArgs() ([]string, []any) {
 		if w.Absent {
 			present = "0"
 		}
-		return []string{w.Keys.Z, w.Keys.M, w.Keys.Meta},
+		keys, args = []string{w.Keys.Z, w.Keys.M, w.Keys.Meta},
 			[]any{w.Member, w.Version, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, seqMode, present}
 	default:
-		return []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
+		keys, args = []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
 			[]any{w.EventID, w.Member, w.Mode, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, flag(w.PeriodClosed)}
 	}
+	if w.KeepMetadata {
+		keys = append(keys, w.Keys.Md)
+		if w.Kind != KindReverse {
+			args = append(args, w.Metadata)
+		}
+	}
+	return keys, args
+}
+
+// colsKeysArgs: see columns.lua.
+func (w Write) colsKeysArgs() ([]string, []any) {
+	op, id, extra := "apply", w.EventID, ""
+	switch w.Kind {
+	case KindReverse:
+		op, extra = "reverse", w.Reverses
+	case KindProject:
+		op, id, extra = "project", "", strconv.FormatInt(w.Version, 10)
+	}
+	args := make([]any, 0, 14+4*len(w.Columns))
+	args = append(args, op, id, w.Member, w.Mode, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules,
+		flag(w.PeriodClosed), extra, w.Metadata, len(w.Columns))
+	for _, c := range w.Columns {
+		width := c.Width
+		if c.Asc {
+			width = -width
+		}
+		args = append(args, c.Agg, c.Value, c.Max, width)
+	}
+	return []string{w.Keys.Z, w.Keys.Ev, w.Keys.M, w.Keys.Meta, w.Keys.Cols, w.Keys.Md}, args
 }
 
 func flag(b bool) string {
@@ -392,8 +450,11 @@ type SeekArgs struct {
 	Member  string
 	Limit   int
 	MoreMin *int64 // also count members with score ≥ *MoreMin
-	StopMin *int64 // stop at the first score < *StopMin
-	Guard   string // a key that must exist (snapshot marker), else ErrSnapshotExpired
+	// MoreMember (families with sort columns): count instead the members
+	// strictly ahead of (*MoreMin, MoreMember) — rank.BetterKey of a column key.
+	MoreMember string
+	StopMin    *int64 // stop at the first score < *StopMin
+	Guard      string // a key that must exist (snapshot marker), else ErrSnapshotExpired
 }
 
 // ErrSnapshotExpired: a snapshot page was asked after its copy expired.
@@ -456,6 +517,10 @@ type Probe struct {
 	Member  string
 	MoreMin int64 // count members with score ≥ MoreMin (strictly more points)
 	SameMin int64 // count members with score ≥ SameMin (at least as many points)
+	// MoreMember and SameMember (families with sort columns): count instead
+	// the members strictly ahead of (Score, MoreMember) and (Score,
+	// SameMember): strictly better, and at least as good, on (points, columns).
+	MoreMember, SameMember string
 }
 
 // Positions is one shard's answer to a list of probes.

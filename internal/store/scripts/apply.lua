@@ -1,10 +1,13 @@
 -- apply.lua: one point event on one board shard.
--- KEYS: 1 z (zset), 2 ev (dedupe hash), 3 meta (state hash) — one hash tag.
+-- KEYS: 1 z (zset), 2 ev (dedupe hash), 3 meta (state hash), 4 (optional)
+--       md (user → metadata hash) — one hash tag.
 -- ARGV: 1 event id, 2 member, 3 mode (sum | gt | lt, in stored space),
 --       4 stored delta or value, 5 B (0: tie member), 6 achievement seq,
 --       7 max |stored points|, 8 now (unix ms), 9 rules version,
 --       10 '1' when the period is known frozen (a board shard that has no
---       meta yet must refuse too).
+--       meta yet must refuse too), 11 (with KEYS[4]) the event's metadata
+--       JSON, '' when it carries none: an applied change keeps it (or clears
+--       the member's), a change that does not count leaves it.
 -- Returns {status, score before or '', score after or ''} with status
 -- ok | same (max/min: not an improvement) | dup | closed | range.
 local z, ev, meta = KEYS[1], KEYS[2], KEYS[3]
@@ -43,6 +46,7 @@ end
 
 local score = fmt(encode(newP, B, seq))
 redis.call('ZADD', z, score, member)
+set_metadata(KEYS[4], member, ARGV[11])
 -- record: applied delta | seq before (-1: member was absent) | seq after
 local before = -1
 if P ~= nil then before = curSeq end

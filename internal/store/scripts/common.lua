@@ -76,3 +76,14 @@ local function replay(ev, id, status, cur)
   redis.call('HSET', ev, id, redis.call('HGET', ev, id))
   return {status, cur or '', cur or ''}
 end
+
+-- set_metadata keeps an applied change's metadata for the member ('' clears
+-- it). md is nil for a caller that does not pass the key: nothing happens.
+local function set_metadata(md, member, json)
+  if not md then return end
+  if json and json ~= '' then
+    redis.call('HSET', md, member, json)
+  else
+    redis.call('HDEL', md, member)
+  end
+end

@@ -1,11 +1,13 @@
 -- project.lua: set a member's absolute total from an upstream ledger, applied
 -- only when its version is newer than the stored one.
--- KEYS: 1 z, 2 m (member → version hash), 3 meta — one hash tag.
+-- KEYS: 1 z, 2 m (member → version hash), 3 meta, 4 (optional) md (member →
+--       metadata) — one hash tag.
 -- ARGV: 1 member, 2 version, 3 stored points, 4 B, 5 seq, 6 max |stored
 --       points|, 7 now (unix ms), 8 rules version, 9 seq mode: 'keep' (API
 --       projections: the seq changes only when the points do) or 'set' (ledger
 --       mode: the ledger's achievement seq is the truth), 10 present: '0'
---       removes the member (a ledger reversal of its only change).
+--       removes the member (a ledger reversal of its only change),
+--       11 (with KEYS[4]) the projection's metadata JSON ('' clears it).
 -- Returns {status, version (stored or applied), score before or '', score after or ''}
 -- with status ok | stale | closed | range.
 local z, m, meta = KEYS[1], KEYS[2], KEYS[3]
@@ -31,6 +33,7 @@ local P, curSeq = decode(cur, B)
 if ARGV[10] == '0' then
   touch_meta(meta, ARGV[7], ARGV[8])
   redis.call('ZREM', z, member)
+  if KEYS[4] then redis.call('HDEL', KEYS[4], member) end
   redis.call('HSET', m, member, fmt(version))
   return {'ok', fmt(version), cur or '', ''}
 end
@@ -40,5 +43,6 @@ if B > 0 and (useSeq < 0 or useSeq >= B) then return {'range', fmt(cv), cur or '
 local score = fmt(encode(p, B, useSeq))
 touch_meta(meta, ARGV[7], ARGV[8])
 redis.call('ZADD', z, score, member)
+set_metadata(KEYS[4], member, ARGV[11])
 redis.call('HSET', m, member, fmt(version))
 return {'ok', fmt(version), cur or '', score}

@@ -1,5 +1,5 @@
 -- reverse.lua: subtract exactly what an earlier event added, once.
--- KEYS: 1 z, 2 ev, 3 meta — one hash tag.
+-- KEYS: 1 z, 2 ev, 3 meta, 4 (optional) md (member → metadata) — one hash tag.
 -- ARGV: 1 reversal event id, 2 original event id, 3 member, 4 B, 5 new seq,
 --       6 max |stored points|, 7 now (unix ms), 8 rules version,
 --       9 '1' when the period is known frozen.
@@ -42,6 +42,7 @@ local after = ''
 local newSeq = seq
 if gone and newP == 0 then
   redis.call('ZREM', z, member)
+  if KEYS[4] then redis.call('HDEL', KEYS[4], member) end
   newSeq = -1
 else
   if B > 0 then

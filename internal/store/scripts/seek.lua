@@ -8,7 +8,10 @@
 --                (score, member), the member itself left out: one place found once),
 --       2 score, 3 member, 4 limit,
 --       5 more_min: '' or a score; when set, also count members with score ≥ it,
---       6 stop_min: '' or a score; entries below it end the page.
+--       6 stop_min: '' or a score; entries below it end the page,
+--       7 more_member: '' or a member; when set (families with sort
+--         columns), "more" counts the members strictly ahead of
+--         (more_min, more_member) instead (rank.BetterKey).
 -- Returns {start index, more count or -1, member1, score1, member2, score2, ...};
 -- around returns {start of the entries before, more, how many entries come before, ...}.
 local z = KEYS[1]
@@ -17,7 +20,13 @@ if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 0 then
 end
 local mode, s, m, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local more = -1
-if ARGV[5] ~= '' then more = redis.call('ZCOUNT', z, ARGV[5], '+inf') end
+if ARGV[5] ~= '' then
+  if ARGV[7] and ARGV[7] ~= '' then
+    more = ahead_of(z, ARGV[5], ARGV[7])
+  else
+    more = redis.call('ZCOUNT', z, ARGV[5], '+inf')
+  end
+end
 
 local start
 if mode == 'top' then
