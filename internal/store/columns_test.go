@@ -52,7 +52,7 @@ func TestColumnsScript(t *testing.T) {
 		t.Helper()
 		w.Keys = k
 		r := e.s.Write(ctx, []store.Write{w})[0]
-		if r.Err != nil || r.Status != status {
+		if r.Err != nil || string(r.Status) != status {
 			t.Fatalf("%s %s: status %q err %v, want %q", w.EventID, w.Member, r.Status, r.Err, status)
 		}
 		return r
@@ -134,7 +134,7 @@ func TestColumnsScriptBestAndProjection(t *testing.T) {
 		t.Helper()
 		w.Keys = k
 		r := e.s.Write(ctx, []store.Write{w})[0]
-		if r.Err != nil || r.Status != status {
+		if r.Err != nil || string(r.Status) != status {
 			t.Fatalf("%s %s: status %q err %v, want %q", w.EventID, w.Member, r.Status, r.Err, status)
 		}
 	}
