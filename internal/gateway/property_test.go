@@ -283,8 +283,9 @@ func sameEntries(t *testing.T, what string, got []rank.Entry, want []refEntry) {
 // Member answers it (hundredths, rounded down).
 func wantPercentile(want []refEntry, i int, comp bool) float64 {
 	n := int64(len(want))
-	last := i // the last entry with at least want[i]'s points
-	for comp && last+1 < len(want) && want[last+1].points == want[i].points {
+	last := i // the last entry with at least want[i]'s standing
+	// (On a family with sort columns: equal on points and every column.)
+	for comp && last+1 < len(want) && want[last+1].points == want[i].points && maps.Equal(want[last+1].cols, want[i].cols) {
 		last++
 	}
 	behind := n - int64(last) - 1

@@ -121,6 +121,23 @@ func TestColumnsScript(t *testing.T) {
 	if ps.Card != 3 || ps.Ahead[0] != 0 || ps.More[0] != 0 || ps.AtLeast[0] != 2 {
 		t.Fatalf("positions %+v, want card 3, ahead 0 (u3 > u2 by member bytes), more 0, at least 2", ps)
 	}
+	// The native probe (ReadPlace) answers what position.lua answers, for
+	// every member, on (points, columns).
+	for _, z := range zset(t, e, k) {
+		m := z.Member.(string)
+		sc := int64(z.Score)
+		key := codec.Key(m)
+		pr := store.Probe{Score: sc, Member: m, MoreMin: sc + 1, SameMin: sc, MoreMember: rank.BetterKey(key), SameMember: key}
+		want, err := e.s.Positions(ctx, k.Z, []store.Probe{pr}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [1]store.ShardReply
+		e.s.ReadShards(ctx, []store.ShardRead{{Kind: store.ReadPlace, Key: k.Z, Probes: []store.Probe{pr}}}, false, got[:])
+		if got[0].Err != nil || got[0].Open || !reflect.DeepEqual(got[0].Positions, want) {
+			t.Fatalf("%s: native %+v, script %+v", m, got[0], want)
+		}
+	}
 }
 
 func TestColumnsScriptBestAndProjection(t *testing.T) {
