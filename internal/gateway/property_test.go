@@ -18,13 +18,13 @@ import (
 
 // newClusterService builds a Service on the real test cluster under a fresh
 // key prefix, with the families given as YAML.
-func newClusterService(t *testing.T, familiesYAML string) *Service {
+func newClusterService(t testing.TB, familiesYAML string) *Service {
 	return newClusterServiceWith(t, familiesYAML, nil)
 }
 
 // newClusterServiceWith is newClusterService with a hook to adjust the
 // options (clock, registry, a wrapping backend) before the Service is built.
-func newClusterServiceWith(t *testing.T, familiesYAML string, adjust func(*Options, *store.Store)) *Service {
+func newClusterServiceWith(t testing.TB, familiesYAML string, adjust func(*Options, *store.Store)) *Service {
 	t.Helper()
 	addrs := testcluster.Addrs(t)
 	prefix := testcluster.Prefix(t)

@@ -52,8 +52,10 @@ type Plan struct {
 	HotSlots    []SlotLoad  `json:"hot_slots"` // by commands/s
 	BigSlots    []SlotLoad  `json:"big_slots"` // by bytes
 	Boards      []BoardPlan `json:"boards"`
-	Warnings    []string    `json:"warnings"`
-	Calibration Calibration `json:"calibration"`
+	// Columns: what the family's sort columns add per member (nil without).
+	Columns     *ColumnsCost `json:"columns,omitempty"`
+	Warnings    []string     `json:"warnings"`
+	Calibration Calibration  `json:"calibration"`
 }
 
 // Load is commands/s three ways, on masters or on replicas.
@@ -250,6 +252,11 @@ func newProjection(in Input) (*projection, error) {
 // not the period's totals).
 func (pr *projection) memory() error {
 	epm := pr.sc.EventsPerMemberPerPeriod
+	cols, err := columnsCost(pr.f, pr.cal, int64(pr.sc.Members))
+	if err != nil {
+		return err
+	}
+	pr.p.Columns = cols
 	for bi := range pr.w.Boards {
 		for i := range pr.loads[bi] {
 			l := &pr.loads[bi][i]
@@ -267,6 +274,9 @@ func (pr *projection) memory() error {
 			per := c.Zset
 			if pr.version {
 				per += c.Version
+			}
+			if cols != nil {
+				per += cols.PerMember
 			}
 			l.bytes = float64(l.members)*per + c.Meta
 			if pr.dedupe {

@@ -492,3 +492,37 @@ func TestWriteTableAndJSON(t *testing.T) {
 		t.Errorf("commands %g", p.Totals.Masters.Commands)
 	}
 }
+
+// TestProjectColumnsMemory: a family with sort columns costs, per member,
+// the cols hash entry (the calibrated :m cost) plus its prefix twice; the
+// plan names the bytes of each column.
+func TestProjectColumnsMemory(t *testing.T) {
+	top := workload.OpSpec{Op: workload.OpTop, Weight: 1, Board: workload.BoardNational}
+	sc := scenario(1000, top)
+	sc.SeasonPeriods, sc.EventsPerMemberPerPeriod = 1, 0
+	plain := project(t, Input{Scenario: sc, Family: testFamily(config.TieMember, map[string]int{workload.BoardNational: 1})})
+	f := testFamily(config.TieMember, map[string]int{workload.BoardNational: 1})
+	f.Columns = []config.Column{{Name: "time_ms", Order: config.OrderAsc, Max: 86400000}, {Name: "kills", Order: config.OrderDesc, Max: 999}}
+	p := project(t, Input{Scenario: sc, Family: f})
+	c := p.Columns
+	if c == nil || c.Prefix != 10 || len(c.Columns) != 2 || c.Columns[0].Width != 7 || c.Columns[0].PerMember != 14 ||
+		c.Columns[1].Width != 3 || c.Columns[1].PerMember != 6 || c.HashEntry != 50 || c.PerMember != 70 {
+		t.Fatalf("columns cost %+v", c)
+	}
+	if want := plain.Totals.Bytes + 1000*70; !near(p.Totals.Bytes, want, 1e-6) {
+		t.Fatalf("bytes %.0f, want %.0f (plain %.0f + 1000 × 70)", p.Totals.Bytes, want, plain.Totals.Bytes)
+	}
+	if plain.Columns != nil {
+		t.Fatalf("a family without columns reports %+v", plain.Columns)
+	}
+	var out bytes.Buffer
+	if err := WriteTable(&out, p); err != nil || !strings.Contains(out.String(), "SORT COLUMNS  +70.0 B per member") ||
+		!strings.Contains(out.String(), "time_ms: 14 B (hex width 7, twice)") {
+		t.Fatalf("table: %v\n%s", err, out.String())
+	}
+	// Tie first puts the seq in the member: its hex width joins the prefix.
+	f.Tie, f.SeqCapacity = config.TieFirst, 1<<20
+	if p := project(t, Input{Scenario: sc, Family: f}); p.Columns.Prefix != 15 {
+		t.Fatalf("tie first prefix %d, want 10 + 5", p.Columns.Prefix)
+	}
+}

@@ -56,6 +56,9 @@ func WriteTable(w io.Writer, p *Plan) error {
 	}
 	pr("\n")
 
+	if p.Columns != nil {
+		pr("SORT COLUMNS  %s\n\n", p.Columns)
+	}
 	pr("MASTERS  (memory: every live period; budgets: %s memory, %.0f commands/s; replica columns: consistency=replica reads)\n",
 		budget(sc.MaxMemoryPerMaster), sc.MaxOpsPerMaster)
 	pr("MASTER\tSLOTS\tSHARDS\tMEMBERS\tMEMORY\tOF BUDGET\tCOMMANDS/S\tOF BUDGET\tSERVER CMDS/S\tEXEC\tREPLICA CMDS/S\n")

@@ -55,6 +55,55 @@ local function ahead_of(z, s, m)
   return lo, false
 end
 
+-- ahead_between: members strictly ahead of probe p, when every index < lo
+-- is ahead of it and every index ≥ hi is not: a binary search over [lo, hi].
+local function ahead_between(z, lo, hi, p)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local e = redis.call('ZREVRANGE', z, mid, mid)[1]
+    if bytes_lt(p, e) then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
+
+-- ahead_down and ahead_up count the members strictly ahead of probe p in
+-- [lo, hi] (every index < lo ahead of it, every index ≥ hi not) by galloping
+-- from the end the answer is expected near — hi for ahead_down, lo for
+-- ahead_up — then a binary search in the last step: O(log d · log N) where
+-- d is the distance to the answer. Sort columns use them from a member's own
+-- place: the members equal to it on points and every column are few even
+-- when its points group is huge.
+local function ahead_down(z, lo, hi, p)
+  local step = 1
+  while hi - step >= lo do
+    local i = hi - step
+    local e = redis.call('ZREVRANGE', z, i, i)[1]
+    if bytes_lt(p, e) then
+      lo = i + 1
+      break
+    end
+    hi = i
+    step = step * 2
+  end
+  return ahead_between(z, lo, hi, p)
+end
+
+local function ahead_up(z, lo, hi, p)
+  local step = 1
+  while lo + step - 1 < hi do
+    local i = lo + step - 1
+    local e = redis.call('ZREVRANGE', z, i, i)[1]
+    if bytes_lt(p, e) then
+      lo = i + 1
+      step = step * 2
+    else
+      hi = i
+      break
+    end
+  end
+  return ahead_between(z, lo, hi, p)
+end
+
 -- open_or_state: nil when the board shard takes writes, else its state.
 local function closed_state(meta)
   local st = redis.call('HGET', meta, 'state')

@@ -17,10 +17,17 @@ local out = {redis.call('ZCARD', z)}
 for i = 0, n - 1 do
   local b = 2 + 6 * i
   local s, m, mm, sm, mmb, smb = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
-  out[#out + 1] = ahead_of(z, s, m)
+  local a, present = ahead_of(z, s, m)
+  out[#out + 1] = a
   if mmb and mmb ~= '' then
-    out[#out + 1] = ahead_of(z, s, mmb)
-    out[#out + 1] = ahead_of(z, s, smb)
+    -- Sort columns: the members better on (points, columns) end at or before
+    -- m's place, those at least as good at or after it; gallop from there.
+    local better = redis.call('ZCOUNT', z, '(' .. s, '+inf')
+    local t = redis.call('ZCOUNT', z, s, s)
+    local from = a
+    if present then from = a + 1 end
+    out[#out + 1] = ahead_down(z, better, a, mmb)
+    out[#out + 1] = ahead_up(z, from, better + t, smb)
   else
     out[#out + 1] = redis.call('ZCOUNT', z, mm, '+inf')
     out[#out + 1] = redis.call('ZCOUNT', z, sm, '+inf')
