@@ -21,8 +21,8 @@ import (
 type commitQueue struct {
 	linger    time.Duration
 	maxEvents int
-	run       func(ctx context.Context, plans []*plan) []BatchItem
-	slots     chan struct{} // one per group in flight
+	run       runFunc
+	slots     chan struct{} // one per group committing
 	kick      chan struct{} // wakes a lingering collector once maxEvents are pending
 
 	mu         sync.Mutex
@@ -39,8 +39,12 @@ type commitReq struct {
 	done  chan struct{}
 }
 
-func newCommitQueue(linger time.Duration, maxEvents, maxGroups int,
-	run func(ctx context.Context, plans []*plan) []BatchItem) *commitQueue {
+// runFunc commits and projects one group, answering each plan; it calls
+// committed once the ledger transaction ended (before the projection), which
+// frees the group's slot for the next group.
+type runFunc func(ctx context.Context, plans []*plan, committed func()) []BatchItem
+
+func newCommitQueue(linger time.Duration, maxEvents, maxGroups int, run runFunc) *commitQueue {
 	return &commitQueue{linger: linger, maxEvents: max(maxEvents, 1), run: run,
 		slots: make(chan struct{}, max(maxGroups, 1)), kick: make(chan struct{}, 1)}
 }
@@ -120,16 +124,20 @@ func (q *commitQueue) collect() {
 	}
 }
 
-// runGroup commits and projects one group and answers its callers.
+// runGroup commits and projects one group and answers its callers. Its slot
+// is freed once the commit ended: the next group commits while this one is
+// projected (projections carry versions, so their order does not matter).
 func (q *commitQueue) runGroup(group []*commitReq, n int) {
-	defer func() { <-q.slots }()
+	var once sync.Once
+	release := func() { once.Do(func() { <-q.slots }) }
+	defer release()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(group[0].ctx), groupTimeout)
 	defer cancel()
 	plans := make([]*plan, 0, n)
 	for _, r := range group {
 		plans = append(plans, r.plans...)
 	}
-	out := q.run(ctx, plans)
+	out := q.run(ctx, plans, release)
 	i := 0
 	for _, r := range group {
 		r.out = out[i : i+len(r.plans) : i+len(r.plans)]

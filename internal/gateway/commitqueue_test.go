@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The commit queue coalesces requests that queue behind a running group into
@@ -29,7 +31,7 @@ func TestCommitQueueGroups(t *testing.T) {
 			var mu sync.Mutex
 			var sizes []int
 			first := true
-			q := newCommitQueue(0, c.maxEvents, 1, func(_ context.Context, plans []*plan) []BatchItem {
+			q := newCommitQueue(0, c.maxEvents, 1, func(_ context.Context, plans []*plan, _ func()) []BatchItem {
 				mu.Lock()
 				wait := first
 				first = false
@@ -97,7 +99,7 @@ func TestCommitQueueCallerGivesUp(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	ran := make(chan int, 1)
-	q := newCommitQueue(0, 10, 1, func(_ context.Context, plans []*plan) []BatchItem {
+	q := newCommitQueue(0, 10, 1, func(_ context.Context, plans []*plan, _ func()) []BatchItem {
 		<-release
 		ran <- len(plans)
 		return make([]BatchItem, len(plans))
@@ -112,4 +114,58 @@ func TestCommitQueueCallerGivesUp(t *testing.T) {
 	if n := <-ran; n != 2 {
 		t.Errorf("group ran with %d plans, want 2", n)
 	}
+}
+
+// waitOrFail waits for ch, failing the test if it never comes (a guard
+// against a hang, far longer than any honest wait: not a timing assertion).
+func waitOrFail[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("%s never happened", what)
+		panic("unreachable")
+	}
+}
+
+// An idle queue does not linger: a lone request commits at once, whatever
+// the linger (one hour here).
+func TestCommitQueueIdleDoesNotLinger(t *testing.T) {
+	t.Parallel()
+	q := newCommitQueue(time.Hour, 10, 1, func(_ context.Context, plans []*plan, _ func()) []BatchItem {
+		return make([]BatchItem, len(plans))
+	})
+	done := make(chan []BatchItem, 1)
+	go func() { done <- q.submit(context.Background(), []*plan{{}}) }()
+	if got := waitOrFail(t, done, "the lone request's commit"); len(got) != 1 {
+		t.Errorf("answers %+v, want one", got)
+	}
+}
+
+// A group frees its slot once its commit ended: the next group commits while
+// the first one is still projecting (one slot here).
+func TestCommitQueueSlotFreedAfterCommit(t *testing.T) {
+	t.Parallel()
+	projecting := make(chan struct{})
+	release := make(chan struct{})
+	var calls atomic.Int32
+	q := newCommitQueue(0, 10, 1, func(_ context.Context, plans []*plan, committed func()) []BatchItem {
+		committed()
+		if calls.Add(1) == 1 {
+			close(projecting)
+			<-release // the first group's projection hangs
+		}
+		return make([]BatchItem, len(plans))
+	})
+	first := make(chan []BatchItem, 1)
+	go func() { first <- q.submit(context.Background(), []*plan{{}}) }()
+	waitOrFail(t, projecting, "the first group's projection")
+	second := make(chan []BatchItem, 1)
+	go func() { second <- q.submit(context.Background(), []*plan{{}, {}}) }()
+	if got := waitOrFail(t, second, "the second group, while the first projects"); len(got) != 2 {
+		t.Errorf("second answers %+v, want two", got)
+	}
+	close(release)
+	waitOrFail(t, first, "the first group's answer")
 }

@@ -134,7 +134,7 @@ func (w *ledgerWrites) apply(ctx context.Context, plans []plan, _ map[string]map
 			out[i].Err = p.err
 		case p.ev.Reverses != "":
 			flush() // the events before it commit first
-			out[i] = w.group(ctx, []*plan{p})[0]
+			out[i] = w.group(ctx, []*plan{p}, func() {})[0]
 		default:
 			run, at = append(run, p), append(at, i)
 		}
@@ -163,7 +163,7 @@ func ledgerEvent(p *plan) ledger.Event {
 // group commits plans (awards and corrections together, or one reversal),
 // projects every committed event's totals in one pipeline, marks them
 // projected in the ledger and answers each plan.
-func (w *ledgerWrites) group(ctx context.Context, plans []*plan) []BatchItem {
+func (w *ledgerWrites) group(ctx context.Context, plans []*plan, done func()) []BatchItem {
 	s := w.s
 	out := make([]BatchItem, len(plans))
 	results := make([]ledger.GroupResult, len(plans))
@@ -175,7 +175,9 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan) []BatchItem {
 			evs[i] = ledger.GroupEvent{Event: ledgerEvent(p), Rules: p.fam.ledgerRules()}
 		}
 		var err error
-		if results, err = s.ledger.RecordGroup(ctx, evs); err != nil {
+		results, err = s.ledger.RecordGroup(ctx, evs)
+		done() // the ledger transaction ended: the next group may commit
+		if err != nil {
 			for i := range out {
 				out[i].Err = ledgerErr(err)
 			}
