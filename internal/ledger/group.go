@@ -397,9 +397,9 @@ func queueLockPeriods(b *pgx.Batch, ps []periodKey) map[periodKey]string {
 	b.Queue(`INSERT INTO periods (family, period)
 		SELECT family, period FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(family, period, n) ORDER BY n
 		ON CONFLICT DO NOTHING`, fs, pp)
-	b.Queue(`SELECT p.family, p.period, p.state FROM periods p
-		JOIN unnest($1::text[], $2::text[]) AS u(family, period) ON p.family = u.family AND p.period = u.period
-		ORDER BY p.family, p.period FOR SHARE OF p`, fs, pp).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT p.family, p.period, p.state FROM unnest($1::text[], $2::text[]) AS u(family, period)
+		CROSS JOIN LATERAL (SELECT * FROM periods p WHERE p.family = u.family AND p.period = u.period FOR SHARE) AS p`,
+		fs, pp).Query(func(rows pgx.Rows) error {
 		var k periodKey
 		var st string
 		_, err := pgx.ForEachRow(rows, []any{&k.family, &k.period, &st}, func() error {
@@ -439,10 +439,13 @@ func lockTotalsRows(ctx context.Context, q interface {
 		ON CONFLICT DO NOTHING`, fs, ps, bs, ms)
 	var k totalsKey
 	var t totalsRow
+	// A lateral lookup per key, locked as it is found, in key order: a join
+	// would be planned as a hash join over the whole table, and would lock
+	// in the table's order.
 	b.Queue(`SELECT t.family, t.period, t.board, t.member, t.points, t.version, t.seq, t.present, t.live
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(family, period, board, member, n)
-		JOIN totals t ON t.family = u.family AND t.period = u.period AND t.board = u.board AND t.member = u.member
-		ORDER BY u.n FOR UPDATE OF t`, fs, ps, bs, ms).Query(func(rows pgx.Rows) error {
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(family, period, board, member)
+		CROSS JOIN LATERAL (SELECT * FROM totals t WHERE t.family = u.family AND t.period = u.period
+			AND t.board = u.board AND t.member = u.member FOR UPDATE) AS t`, fs, ps, bs, ms).Query(func(rows pgx.Rows) error {
 		_, err := pgx.ForEachRow(rows, []any{&k.family, &k.period, &k.board, &k.member, &t.points, &t.version, &t.seq, &t.present, &t.live}, func() error {
 			out[k] = t
 			return nil
