@@ -76,7 +76,7 @@ func (l *Ledger) RecordGroup(ctx context.Context, evs []GroupEvent) ([]GroupResu
 	}
 	var err error
 	for {
-		err = l.inTx(ctx, op, first, func(tx pgx.Tx) error { return g.run(ctx, tx) })
+		err = l.inBatchTx(ctx, op, first, func(tx txq) error { return g.run(ctx, tx) })
 		var over *seqOverflow
 		if !errors.As(err, &over) {
 			break
@@ -194,18 +194,27 @@ type group struct {
 }
 
 // run is one attempt of the group's transaction.
-func (g *group) run(ctx context.Context, tx pgx.Tx) error {
+func (g *group) run(ctx context.Context, tx txq) error {
 	firstOf, ids := g.reset()
 	// 1. The event rows, in id order (a conflict waits for a concurrent
 	// writer of the same id, then answers duplicate); 2. the period rows,
-	// shared, in order: one round trip.
+	// shared, in order; 3. the totals rows of the open periods, in order:
+	// one round trip. (The totals of duplicates are locked too: they are
+	// read for the answers after the group anyway.)
 	var periods []periodKey
-	seenP := map[periodKey]bool{}
+	var keys []totalsKey
+	seenP, seenK := map[periodKey]bool{}, map[totalsKey]bool{}
 	for _, i := range firstOf {
 		it := &g.items[i]
 		if pk := (periodKey{it.ev.Family, it.ev.Period}); !seenP[pk] {
 			seenP[pk] = true
 			periods = append(periods, pk)
+		}
+		for _, b := range it.ev.Boards {
+			if k := (totalsKey{it.ev.Family, it.ev.Period, b, it.ev.Member}); !seenK[k] {
+				seenK[k] = true
+				keys = append(keys, k)
+			}
 		}
 	}
 	b := &pgx.Batch{}
@@ -214,22 +223,21 @@ func (g *group) run(ctx context.Context, tx pgx.Tx) error {
 		return err
 	}
 	states := queueLockPeriods(b, periods)
+	rows := queueLockTotals(b, keys, true)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("ledger: inserting %d events and locking %d periods: %w", len(ids), len(periods), err)
+		return fmt.Errorf("ledger: inserting %d events, locking %d periods and %d totals rows: %w", len(ids), len(periods), len(keys), err)
 	}
 	for _, p := range periods {
 		if _, ok := states[p]; !ok {
 			return fmt.Errorf("ledger: period %s/%s missing after insert", p.family, p.period)
 		}
 	}
-	// 3. The totals rows, locked in one statement, in order.
-	rows, err := lockTotalsRows(ctx, tx, g.totalsKeys(inserted, states))
-	if err != nil {
-		return err
-	}
 	cur := make(map[totalsKey]gRow, len(rows))
 	for k, r := range rows {
 		cur[k] = gRow{row: r, k: -1, fp: periodKey{k.family, k.period}}
+	}
+	if err := g.settle(inserted, states, cur); err != nil {
+		return err
 	}
 	// 4. Every event in the group's order, on the totals its predecessors left.
 	need := map[periodKey]int{}
@@ -272,12 +280,10 @@ func (g *group) reset() (map[string]int, []string) {
 	return firstOf, ids
 }
 
-// totalsKeys marks the items whose event row this attempt inserted, refuses
-// those of a period that is not open, and returns the totals rows the others
-// touch.
-func (g *group) totalsKeys(inserted map[string]bool, states map[periodKey]string) []totalsKey {
-	var keys []totalsKey
-	seenK := map[totalsKey]bool{}
+// settle marks the items whose event row this attempt inserted and refuses
+// those of a period that is not open; every board of the others must have
+// its totals row locked.
+func (g *group) settle(inserted map[string]bool, states map[periodKey]string, cur map[totalsKey]gRow) error {
 	for i := range g.items {
 		it := &g.items[i]
 		if it.dupOf >= 0 || it.refused != nil || !inserted[it.ev.EventID] {
@@ -290,19 +296,17 @@ func (g *group) totalsKeys(inserted map[string]bool, states map[periodKey]string
 			continue
 		}
 		for _, b := range it.ev.Boards {
-			k := totalsKey{it.ev.Family, it.ev.Period, b, it.ev.Member}
-			if !seenK[k] {
-				seenK[k] = true
-				keys = append(keys, k)
+			if _, ok := cur[totalsKey{it.ev.Family, it.ev.Period, b, it.ev.Member}]; !ok {
+				return fmt.Errorf("ledger: totals row of %s on %s/%s/%s not locked", it.ev.Member, it.ev.Family, it.ev.Period, b)
 			}
 		}
 	}
-	return keys
+	return nil
 }
 
 // answerDuplicates answers the duplicates (of a recorded event, or of an
 // earlier item of the group) with the member's totals after the group.
-func (g *group) answerDuplicates(ctx context.Context, tx pgx.Tx) error {
+func (g *group) answerDuplicates(ctx context.Context, tx txq) error {
 	for i := range g.items {
 		it := &g.items[i]
 		switch {
@@ -417,9 +421,28 @@ func queueLockPeriods(b *pgx.Batch, ps []periodKey) map[periodKey]string {
 func lockTotalsRows(ctx context.Context, q interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }, keys []totalsKey) (map[totalsKey]totalsRow, error) {
+	b := &pgx.Batch{}
+	out := queueLockTotals(b, keys, false)
+	if b.Len() == 0 {
+		return out, nil
+	}
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("ledger: locking %d totals rows: %w", len(keys), err)
+	}
+	if len(out) != len(keys) {
+		return nil, fmt.Errorf("ledger: locked %d of %d totals rows", len(out), len(keys))
+	}
+	return out, nil
+}
+
+// queueLockTotals queues the creation of the missing totals rows of keys and
+// then a lock on every one, in (family, period, board, member) order; once the
+// batch ran, the map holds them. openOnly: only the rows of periods that are
+// open (the period rows are share-locked earlier in the same transaction).
+func queueLockTotals(b *pgx.Batch, keys []totalsKey, openOnly bool) map[totalsKey]totalsRow {
 	out := make(map[totalsKey]totalsRow, len(keys))
 	if len(keys) == 0 {
-		return out, nil
+		return out
 	}
 	slices.SortFunc(keys, totalsKey.less)
 	n := len(keys)
@@ -427,14 +450,17 @@ func lockTotalsRows(ctx context.Context, q interface {
 	for i, k := range keys {
 		fs[i], ps[i], bs[i], ms[i] = k.family, k.period, k.board, k.member
 	}
-	// Missing rows first (in key order), then every row locked in key order,
-	// in one round trip. A writer waits for a concurrent insert of the same
-	// key in the first step and for a concurrent lock in the second, each in
-	// key order: no cycle.
-	b := &pgx.Batch{}
+	open := ""
+	if openOnly {
+		open = ` WHERE EXISTS (SELECT 1 FROM periods p WHERE p.family = u.family AND p.period = u.period AND p.state = 'open')`
+	}
+	// Missing rows first (in key order), then every row locked in key order.
+	// A writer waits for a concurrent insert of the same key in the first
+	// step and for a concurrent lock in the second, each in key order: no
+	// cycle.
 	b.Queue(`INSERT INTO totals (family, period, board, member)
 		SELECT family, period, board, member FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
-			AS u(family, period, board, member, n)
+			AS u(family, period, board, member, n)`+open+`
 		ORDER BY n
 		ON CONFLICT DO NOTHING`, fs, ps, bs, ms)
 	var k totalsKey
@@ -445,20 +471,14 @@ func lockTotalsRows(ctx context.Context, q interface {
 	b.Queue(`SELECT t.family, t.period, t.board, t.member, t.points, t.version, t.seq, t.present, t.live
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(family, period, board, member)
 		CROSS JOIN LATERAL (SELECT * FROM totals t WHERE t.family = u.family AND t.period = u.period
-			AND t.board = u.board AND t.member = u.member FOR UPDATE) AS t`, fs, ps, bs, ms).Query(func(rows pgx.Rows) error {
+			AND t.board = u.board AND t.member = u.member FOR UPDATE) AS t`+open, fs, ps, bs, ms).Query(func(rows pgx.Rows) error {
 		_, err := pgx.ForEachRow(rows, []any{&k.family, &k.period, &k.board, &k.member, &t.points, &t.version, &t.seq, &t.present, &t.live}, func() error {
 			out[k] = t
 			return nil
 		})
 		return err
 	})
-	if err := q.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("ledger: locking %d totals rows: %w", n, err)
-	}
-	if len(out) != n {
-		return nil, fmt.Errorf("ledger: locked %d of %d totals rows", len(out), n)
-	}
-	return out, nil
+	return out
 }
 
 // compute applies one award or correction to the group's current totals.
@@ -594,7 +614,7 @@ func seqExpr(p string) string {
 // write takes the seq ranges and stores the totals the group left, what each
 // event did to each board, the group's pending-projection row, and drops the
 // rows of refused events, in one round trip; then fills the answers.
-func (g *group) write(ctx context.Context, tx pgx.Tx, cur map[totalsKey]gRow, need map[periodKey]int) error {
+func (g *group) write(ctx context.Context, tx txq, cur map[totalsKey]gRow, need map[periodKey]int) error {
 	b := &pgx.Batch{}
 	g.queueSeqRanges(b, need)
 	changed, drop, moved := g.queueEventBoards(b, need)

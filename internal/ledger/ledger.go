@@ -27,6 +27,7 @@ import (
 
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -220,11 +221,23 @@ var errRollback = errors.New("ledger: rollback")
 // nil. A deadlock or serialization failure reruns the whole transaction (at
 // most three attempts): fn must be safe to rerun.
 func (l *Ledger) inTx(ctx context.Context, op, eventID string, fn func(pgx.Tx) error) error {
+	return l.retryTx(ctx, op, eventID, func() error { return l.inTxOnce(ctx, op, eventID, fn) })
+}
+
+// inBatchTx is inTx for writers that start with a batch: BEGIN travels in
+// the transaction's first round trip instead of one of its own (batchTx).
+func (l *Ledger) inBatchTx(ctx context.Context, op, eventID string, fn func(txq) error) error {
+	return l.retryTx(ctx, op, eventID, func() error { return l.inBatchTxOnce(ctx, op, eventID, fn) })
+}
+
+// retryTx runs one attempt of a transaction until it succeeds, fails for
+// good, or three attempts ran.
+func (l *Ledger) retryTx(ctx context.Context, op, eventID string, once func() error) error {
 	start := time.Now()
 	defer func() { l.m.txSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds()) }()
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = l.inTxOnce(ctx, op, eventID, fn)
+		err = once()
 		if err == nil || attempt == 3 || !retryable(err) || ctx.Err() != nil {
 			break
 		}
@@ -262,6 +275,107 @@ func (l *Ledger) inTxOnce(ctx context.Context, op, eventID string, fn func(pgx.T
 	}
 	if err = tx.Commit(ctx); err != nil {
 		return fmt.Errorf("ledger: commit: %w", err)
+	}
+	return nil
+}
+
+// txq is what a writer needs of its transaction: pgx.Tx, or a batchTx.
+type txq interface {
+	querier
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+var (
+	_ txq = pgx.Tx(nil)
+	_ txq = (*batchTx)(nil)
+)
+
+// batchTx is a transaction whose BEGIN is sent with its first statement:
+// the first batch carries it in the same round trip (a lone statement sends
+// it first).
+type batchTx struct {
+	c     *pgx.Conn
+	begun bool
+}
+
+func (t *batchTx) begin(ctx context.Context) error {
+	if t.begun {
+		return nil
+	}
+	if _, err := t.c.Exec(ctx, `BEGIN`); err != nil {
+		return fmt.Errorf("ledger: begin: %w", err)
+	}
+	t.begun = true
+	return nil
+}
+
+func (t *batchTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if !t.begun {
+		qs := append([]*pgx.QueuedQuery{{SQL: `BEGIN`}}, b.QueuedQueries...)
+		b = &pgx.Batch{QueuedQueries: qs}
+		t.begun = true
+	}
+	return t.c.SendBatch(ctx, b)
+}
+
+func (t *batchTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.begin(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return t.c.Exec(ctx, sql, args...)
+}
+
+func (t *batchTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := t.begin(ctx); err != nil {
+		return nil, err
+	}
+	return t.c.Query(ctx, sql, args...)
+}
+
+func (t *batchTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := t.begin(ctx); err != nil {
+		return errRow{err}
+	}
+	return t.c.QueryRow(ctx, sql, args...)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+func (l *Ledger) inBatchTxOnce(ctx context.Context, op, eventID string, fn func(txq) error) (err error) {
+	c, err := l.pool.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection left inside a transaction (a failed rollback) is
+	// destroyed by Release, never reused.
+	defer c.Release()
+	tx := &batchTx{c: c.Conn()}
+	defer func() {
+		if err != nil && tx.begun {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_, _ = tx.c.Exec(rctx, `ROLLBACK`)
+			cancel()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if l.beforeCommit != nil {
+		l.beforeCommit(op, eventID)
+	}
+	if !tx.begun {
+		return nil
+	}
+	tag, err := tx.c.Exec(ctx, `COMMIT`)
+	if err != nil {
+		return fmt.Errorf("ledger: commit: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		err = fmt.Errorf("ledger: commit: %w", pgx.ErrTxCommitRollback)
+		return err
 	}
 	return nil
 }

@@ -253,7 +253,7 @@ type boardState struct {
 }
 
 type writer struct {
-	tx     pgx.Tx
+	tx     txq
 	ev     Event
 	r      Rules
 	states []*boardState
