@@ -435,9 +435,9 @@ func lockTotalsRows(ctx context.Context, q interface {
 	return out, nil
 }
 
-// queueLockTotals queues the creation of the missing totals rows of keys and
-// then a lock on every one, in (family, period, board, member) order; once the
-// batch ran, the map holds them. openOnly: only the rows of periods that are
+// queueLockTotals queues the locking of the totals rows of keys (created when
+// missing), in (family, period, board, member) order; once the batch ran, the
+// map holds them. openOnly: only the rows of periods that are
 // open (the period rows are share-locked earlier in the same transaction).
 func queueLockTotals(b *pgx.Batch, keys []totalsKey, openOnly bool) map[totalsKey]totalsRow {
 	out := make(map[totalsKey]totalsRow, len(keys))
@@ -454,24 +454,24 @@ func queueLockTotals(b *pgx.Batch, keys []totalsKey, openOnly bool) map[totalsKe
 	if openOnly {
 		open = ` WHERE EXISTS (SELECT 1 FROM periods p WHERE p.family = u.family AND p.period = u.period AND p.state = 'open')`
 	}
-	// Missing rows first (in key order), then every row locked in key order.
-	// A writer waits for a concurrent insert of the same key in the first
-	// step and for a concurrent lock in the second, each in key order: no
-	// cycle.
-	b.Queue(`INSERT INTO totals (family, period, board, member)
+	// One pass in key order: each row is inserted when missing, else locked
+	// (DO UPDATE … WHERE false locks the row and changes nothing), so a
+	// writer holds its rows in key order and waits only in key order: no
+	// cycle. (Inserting every missing row first and locking them all after
+	// is not enough: two writers creating rows meet in both passes.)
+	b.Queue(`INSERT INTO totals AS t (family, period, board, member)
 		SELECT family, period, board, member FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
 			AS u(family, period, board, member, n)`+open+`
 		ORDER BY n
-		ON CONFLICT DO NOTHING`, fs, ps, bs, ms)
+		ON CONFLICT (family, period, board, member) DO UPDATE SET points = t.points WHERE false`, fs, ps, bs, ms)
 	var k totalsKey
 	var t totalsRow
-	// A lateral lookup per key, locked as it is found, in key order: a join
-	// would be planned as a hash join over the whole table, and would lock
-	// in the table's order.
+	// A lookup per key (a join would be planned as a hash join over the
+	// whole table); the rows are this transaction's now.
 	b.Queue(`SELECT t.family, t.period, t.board, t.member, t.points, t.version, t.seq, t.present, t.live
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(family, period, board, member)
 		CROSS JOIN LATERAL (SELECT * FROM totals t WHERE t.family = u.family AND t.period = u.period
-			AND t.board = u.board AND t.member = u.member FOR UPDATE) AS t`+open, fs, ps, bs, ms).Query(func(rows pgx.Rows) error {
+			AND t.board = u.board AND t.member = u.member) AS t`, fs, ps, bs, ms).Query(func(rows pgx.Rows) error {
 		_, err := pgx.ForEachRow(rows, []any{&k.family, &k.period, &k.board, &k.member, &t.points, &t.version, &t.seq, &t.present, &t.live}, func() error {
 			out[k] = t
 			return nil

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/rankgate/rankgate/internal/soon"
 )
@@ -1723,5 +1725,58 @@ func TestGroupPendingProjection(t *testing.T) {
 	}
 	if n := queryInt(t, l, `SELECT count(*) FROM projection_pending`); n != 0 || len(ids()) != 0 {
 		t.Errorf("after marking every id: %d pending rows, unprojected %v", n, ids())
+	}
+}
+
+// Concurrent groups that create the same new totals rows, in any order of
+// their events, never deadlock: each writer inserts or locks its rows in one
+// pass in key order (no transaction is retried, none fails).
+func TestRecordGroupNewRowsNoDeadlock(t *testing.T) {
+	t.Parallel()
+	l := openTest(t)
+	ctx := t.Context()
+	const writers, n, members = 6, 60, 25
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		items := make([]GroupEvent, n)
+		for i := range n {
+			m := (i*7 + w*11) % members // every writer touches every member, each in its own order
+			items[i] = GroupEvent{Event: sumEv(fmt.Sprintf("w%d-%d", w, i), "nd", fmt.Sprintf("u%02d", m), 1,
+				"national", fmt.Sprintf("province:p%d", m%3), fmt.Sprintf("class:c%d", (m+w)%4)), Rules: sumTie}
+		}
+		wg.Go(func() {
+			res, err := l.RecordGroup(ctx, items)
+			if err == nil {
+				for _, r := range res {
+					err = cmp.Or(err, r.Err)
+				}
+			}
+			errs[w] = err
+		})
+	}
+	wg.Wait()
+	for w, err := range errs {
+		if err != nil {
+			t.Errorf("writer %d: %v", w, err)
+		}
+	}
+	var retried dto.Metric
+	if err := l.m.retries.WithLabelValues("record_group").Write(&retried); err != nil {
+		t.Fatal(err)
+	}
+	if r := retried.GetCounter().GetValue(); r != 0 {
+		t.Errorf("%v group transactions were retried (deadlocks), want none", r)
+	}
+	var sum int64
+	for m := range members {
+		got, err := l.Total(ctx, "nd", testPeriod, "national", fmt.Sprintf("u%02d", m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += got.Points
+	}
+	if sum != writers*n {
+		t.Errorf("national sums to %d, want %d", sum, writers*n)
 	}
 }
