@@ -253,12 +253,12 @@ func errClass(err error) string {
 func (b *Baseline) events(ctx context.Context, op *Op) error {
 	n := len(op.Users)
 	var seq int64
-	if b.enc.TieFirst() {
+	if b.enc.TakesSeq() {
 		first, err := b.st.TakeSeq(ctx, b.pk, int64(n))
 		if err != nil {
 			return err
 		}
-		if first+int64(n) > b.enc.B {
+		if first+int64(n) > b.enc.SeqCap() {
 			return errStatus("range")
 		}
 		seq = first
@@ -274,9 +274,12 @@ func (b *Baseline) events(ctx context.Context, op *Op) error {
 			ns := b.shards[bi]
 			w := store.Write{Kind: store.KindApply, Keys: b.keys[bi][shard.Of(member, ns)], Member: member, EventID: evID,
 				Mode: b.agg, Value: b.enc.Stored(op.Deltas[j]), B: b.enc.B, MaxPoints: b.enc.MaxPoints, NowMs: nowMs,
-				Rules: b.fam.RulesVersion}
-			if b.enc.TieFirst() {
+				Rules: b.fam.RulesVersion, KeepMetadata: true}
+			if b.enc.TakesSeq() {
 				w.Seq = seq + int64(j)
+			}
+			if c := b.enc.Cols; c != nil { // the gateway's columns.lua write
+				w.HasCols, w.B, w.Columns = true, c.B, store.ColArgs(c, b.w.ColumnValues(evID), b.agg == "sum")
 			}
 			writes = append(writes, w)
 		}
@@ -295,13 +298,25 @@ func (b *Baseline) events(ctx context.Context, op *Op) error {
 
 // plan is board's view for the gateway's read plan (internal/readplan).
 func (b *Baseline) plan(board int, replica bool) *readplan.Board {
-	return &readplan.Board{Keys: b.zkeys[board], Replica: replica}
+	pb := &readplan.Board{Keys: b.zkeys[board], Replica: replica}
+	if b.enc.Cols != nil {
+		pb.Cols = make([]string, len(pb.Keys))
+		for i, k := range pb.Keys {
+			pb.Cols[i] = shard.ColsKey(k)
+		}
+	}
+	return pb
 }
 
 func (b *Baseline) entries(items []rank.Item) []rank.Entry {
 	out := make([]rank.Entry, len(items))
 	for i, it := range items {
 		out[i] = rank.Entry{User: it.Member, Points: b.enc.PointsOf(it.Score)}
+		if c := b.enc.Cols; c != nil { // the gateway's toEntries
+			if user, vals, _, ok := c.Split(it.Member); ok {
+				out[i].User, out[i].Columns, out[i].ColKey = user, c.Map(vals), c.Key(it.Member)
+			}
+		}
 	}
 	return out
 }
@@ -322,8 +337,8 @@ func (b *Baseline) page(ctx context.Context, op *Op, limit int, replica bool) (a
 	a := store.SeekArgs{Mode: store.SeekTop}
 	cur, hasCur := op.Cursor.(rank.Item)
 	if hasCur {
-		more := b.enc.MinScoreAbove(b.enc.PointsOf(cur.Score))
-		a = store.SeekArgs{Mode: store.SeekAfter, Score: cur.Score, Member: cur.Member, MoreMin: &more}
+		a = readplan.MoreThan(b.enc, cur)
+		a.Mode, a.Score, a.Member = store.SeekAfter, cur.Score, cur.Member
 	}
 	r, err := b.rp.SeekAll(ctx, "entries_cursor", b.plan(op.Board, replica), a, limit+1)
 	if err != nil {
@@ -337,54 +352,62 @@ func (b *Baseline) page(ctx context.Context, op *Op, limit int, replica bool) (a
 	}
 	e := b.entries(items)
 	moreFirst := r.Start
-	if hasCur && len(e) > 0 && e[0].Points == b.enc.PointsOf(cur.Score) {
+	if hasCur && len(e) > 0 && e[0].Points == b.enc.PointsOf(cur.Score) && e[0].ColKey == b.entries([]rank.Item{cur})[0].ColKey {
 		moreFirst = r.More
 	}
 	rank.FillRanks(e, r.Start, moreFirst, b.mode)
 	return next, nil
 }
 
-// home reads a member's score on its own shard.
-func (b *Baseline) home(ctx context.Context, board int, user string, replica bool) (int64, error) {
-	sc, found, err := b.rp.Score(ctx, b.plan(board, replica), shard.Of(user, b.shards[board]), user)
+// home reads a member's score (and stored member) on its own shard.
+func (b *Baseline) home(ctx context.Context, board int, user string, replica bool) (rank.Item, error) {
+	it, found, err := b.rp.FindOne(ctx, b.plan(board, replica), shard.Of(user, b.shards[board]), user)
 	if err != nil {
-		return 0, err
+		return rank.Item{}, err
 	}
 	if !found {
-		return 0, errNotRanked
+		return rank.Item{}, errNotRanked
 	}
-	return sc, nil
+	return it, nil
 }
 
 // member: score on the home shard, then position probes on every shard.
 func (b *Baseline) member(ctx context.Context, board int, user string, replica bool) (rank.Entry, error) {
-	score, err := b.home(ctx, board, user, replica)
+	it, err := b.home(ctx, board, user, replica)
 	if err != nil {
 		return rank.Entry{}, err
 	}
-	st, _, err := b.rp.Probe(ctx, "member", b.plan(board, replica), b.enc, []rank.Item{{Score: score, Member: user}})
+	st, _, err := b.rp.Probe(ctx, "member", b.plan(board, replica), b.enc, []rank.Item{it})
 	if err != nil {
 		return rank.Entry{}, err
 	}
-	return rank.Entry{User: user, Points: b.enc.PointsOf(score), Position: st.Ahead[0], Rank: st.RankOf(b.mode, 0)}, nil
+	return rank.Entry{User: user, Points: b.enc.PointsOf(it.Score), Position: st.Ahead[0], Rank: st.RankOf(b.mode, 0)}, nil
 }
 
 // around: the member's score, then a seek up and a seek down on every shard,
 // merged, plus a count of better members when the window starts above the
 // member's points (competition ranks).
 func (b *Baseline) around(ctx context.Context, board int, user string, radius int, replica bool) ([]rank.Entry, error) {
-	score, err := b.home(ctx, board, user, replica)
+	it, err := b.home(ctx, board, user, replica)
 	if err != nil {
 		return nil, err
 	}
 	pb := b.plan(board, replica)
-	w, err := b.rp.Around(ctx, "around", pb, b.enc, score, user, radius)
+	w, err := b.rp.Around(ctx, "around", pb, b.enc, it.Score, it.Member, radius)
 	if err != nil {
 		return nil, err
 	}
 	e := b.entries(w.Items)
 	moreFirst := w.More
-	if b.mode == rank.Competition && e[0].Points != e[w.Up].Points {
+	switch {
+	case b.mode != rank.Competition || (e[0].Points == e[w.Up].Points && e[0].ColKey == e[w.Up].ColKey):
+	case b.enc.Cols != nil: // strictly better on (points, columns): a probe
+		st, _, err := b.rp.Probe(ctx, "around_more", pb, b.enc, w.Items[:1])
+		if err != nil {
+			return nil, err
+		}
+		moreFirst = st.More[0]
+	default:
 		lo := b.enc.MinScoreAbove(b.enc.PointsOf(w.Items[0].Score))
 		if moreFirst, _, err = b.rp.Count(ctx, "count", pb, lo, rank.MaxSafe); err != nil {
 			return nil, err
@@ -410,15 +433,15 @@ func (b *Baseline) lookup(ctx context.Context, op *Op, replica bool) ([]rank.Ent
 		byShard[i] = append(byShard[i], m)
 	}
 	pb := b.plan(op.Board, replica)
-	scores, found, _, err := b.rp.Scores(ctx, "lookup_scores", pb, byShard)
+	its, found, _, err := b.rp.Find(ctx, "lookup_scores", pb, byShard)
 	if err != nil {
 		return nil, err
 	}
 	var items []rank.Item
 	for i, ms := range byShard {
-		for j, u := range ms {
+		for j := range ms {
 			if found[i] != nil && found[i][j] {
-				items = append(items, rank.Item{Score: scores[i][j], Member: u})
+				items = append(items, its[i][j])
 			}
 		}
 	}

@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/testcluster"
 )
 
@@ -37,6 +41,17 @@ families:
     rank: competition
     max_points: 8388607
     cache_ttl: 1s
+    dimensions:
+      national: {shards: 4}
+      province: {shards: 2}
+  race:
+    aggregate: max
+    period: all
+    tie: first
+    cache_ttl: 1s
+    columns:
+      - {name: time_ms, order: asc, max: 86400000}
+      - {name: kills, order: desc, max: 999}
     dimensions:
       national: {shards: 4}
       province: {shards: 2}
@@ -95,5 +110,71 @@ func TestRunBaselineOnCluster(t *testing.T) {
 		if !ops[want] {
 			t.Errorf("no %s requests ran: ops %v", want, ops)
 		}
+	}
+}
+
+// TestRunBaselineColumnsOnCluster: the load tool drives a family with sort
+// columns (every event carries them, the direct prefill and the baseline
+// write columns.lua): every request succeeds and the board holds the
+// prefilled members with their columns.
+func TestRunBaselineColumnsOnCluster(t *testing.T) {
+	t.Parallel()
+	cfg := baselineConfig(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := run(ctx, []string{"-config", cfg, "-family", "race", "-period", "all", "-members", "300",
+		"-provinces", "3", "-classes", "0", "-prefill", "300", "-prefill-direct", "-prefill-batch", "100",
+		"-baseline", "-mode", "closed", "-workers", "2", "-duration", "2s", "-pause", "0",
+		"-mix", "event=20,batch=2,top=40,member=14,around=8,page=8,lookup=8",
+		"-out", out, "-no-plots", "-quiet"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	data, err := os.ReadFile(filepath.Join(out, "baseline.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Prefill == nil || r.Prefill.Events != 300 || r.Prefill.Failed != 0 || r.NationalMembers != 300 {
+		t.Errorf("prefill = %+v, national members %d, want 300 events, none failed, 300 members", r.Prefill, r.NationalMembers)
+	}
+	if r.Total.Count == 0 || r.Total.Errors != 0 {
+		t.Errorf("baseline phase: %d requests, %d errors (codes %v), want some and none failed", r.Total.Count, r.Total.Errors, r.Total.Codes)
+	}
+	// The members carry their columns: every stored member splits, and the
+	// cols hashes name all 300.
+	gcfg, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := gcfg.Families["race"].Encoding().Cols
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testcluster.Addrs(t)})
+	defer c.Close()
+	layout := shard.Layout{Prefix: gcfg.Redis.Prefix}
+	var n int64
+	for i := 0; i < 4; i++ {
+		k := layout.Keys(shard.Board{Family: "race", Period: "all", DimType: shard.National}, i, 4)
+		ms, err := c.ZRange(ctx, k.Z, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if !cols.Valid(m) {
+				t.Fatalf("shard %d holds %q, not a stored member with columns", i, m)
+			}
+		}
+		h, err := c.HLen(ctx, k.Cols).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += h
+	}
+	if n != 300 {
+		t.Errorf("cols hashes hold %d users, want 300", n)
 	}
 }

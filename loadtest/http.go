@@ -104,7 +104,8 @@ func (h *httpAPI) appendEvent(b []byte, op *Op, j int) []byte {
 	w := h.w
 	m := op.Users[j]
 	b = append(b, `{"event_id":`...)
-	b = strconv.AppendQuote(b, eventID(op.Prefix, op.Event+uint64(j)))
+	id := eventID(op.Prefix, op.Event+uint64(j))
+	b = strconv.AppendQuote(b, id)
 	b = append(b, `,"family":`...)
 	b = strconv.AppendQuote(b, w.sc.Family)
 	b = append(b, `,"user":`...)
@@ -113,6 +114,7 @@ func (h *httpAPI) appendEvent(b []byte, op *Op, j int) []byte {
 	b = append(b, w.valueField...)
 	b = append(b, `":`...)
 	b = strconv.AppendInt(b, op.Deltas[j], 10)
+	b = appendColumns(b, w, id)
 	b = appendDims(b, w, m)
 	return append(b, '}')
 }

@@ -235,6 +235,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg != nil {
+		w.cols = cfg.Families[sc.Family].RankColumns()
+	}
 	runID := "lt" + strconv.FormatInt(time.Now().UnixMilli(), 36)
 	dir := c.out
 	if dir == "" {

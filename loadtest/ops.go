@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
+	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/workload"
 )
 
@@ -41,6 +43,9 @@ func (b Board) Dimension() string {
 type World struct {
 	sc         *Scenario
 	valueField string // "delta" (sum families) or "value" (max/min)
+	// cols are the family's sort columns (from the gateway config; nil:
+	// none): every event carries a value for each (ColumnValues).
+	cols       []rank.Column
 	dims       []dim
 	member     [][]int32 // [dim][member] → value index
 	boards     []Board
@@ -271,3 +276,40 @@ func (g *Gen) Next() Op {
 
 // eventID is the id of event number n of a run.
 func eventID(prefix string, n uint64) string { return prefix + "." + strconv.FormatUint(n, 10) }
+
+// ColumnValues are the sort column values an event carries: a hash of its
+// id, so a replay and the baseline send the same, spread over
+// [0, min(max, 999)] — small ranges, so members equal on points often
+// differ on columns and sometimes tie on them too.
+func (w *World) ColumnValues(evID string) []int64 {
+	if len(w.cols) == 0 {
+		return nil
+	}
+	out := make([]int64, len(w.cols))
+	for k, c := range w.cols {
+		h := fnv.New64a()
+		h.Write([]byte(evID))
+		h.Write([]byte{byte(k)})
+		out[k] = int64(h.Sum64() % uint64(min(c.Max, 999)+1))
+	}
+	return out
+}
+
+// appendColumns appends `,"columns":{...}` for event evID (nothing on a
+// family without columns).
+func appendColumns(b []byte, w *World, evID string) []byte {
+	vals := w.ColumnValues(evID)
+	if vals == nil {
+		return b
+	}
+	b = append(b, `,"columns":{`...)
+	for k, c := range w.cols {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, c.Name)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, vals[k], 10)
+	}
+	return append(b, '}')
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/workload"
 )
 
@@ -191,5 +192,36 @@ func TestCursorPools(t *testing.T) {
 	}
 	if p.take(2) != nil {
 		t.Error("pools are per board")
+	}
+}
+
+// TestEventsCarryColumns: on a family with sort columns every event (load
+// and prefill) carries a value for each column, the same for the same id,
+// within [0, max].
+func TestEventsCarryColumns(t *testing.T) {
+	w := testWorld(t, nil)
+	w.cols = []rank.Column{{Name: "time_ms", Asc: true, Max: 86400000}, {Name: "kills", Max: 5}}
+	h := newHTTPAPI(w)
+	op := &Op{Kind: workload.OpEvent, Prefix: "ev.x", Event: 7, Users: []int32{3}, Deltas: []int64{2}}
+	var ev struct {
+		EventID string           `json:"event_id"`
+		Columns map[string]int64 `json:"columns"`
+	}
+	if err := json.Unmarshal(h.appendEvent(nil, op, 0), &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := w.ColumnValues(ev.EventID)
+	if len(ev.Columns) != 2 || ev.Columns["time_ms"] != want[0] || ev.Columns["kills"] != want[1] || want[1] > 5 || want[0] > 999 {
+		t.Fatalf("event %s columns %v, want %v", ev.EventID, ev.Columns, want)
+	}
+	var pf struct {
+		Columns map[string]int64 `json:"columns"`
+	}
+	if err := json.Unmarshal(prefillEvents(w, 5, 6)[0], &pf); err != nil || len(pf.Columns) != 2 {
+		t.Fatalf("prefill event: %v %v", pf.Columns, err)
+	}
+	w.cols = nil
+	if b := h.appendEvent(nil, op, 0); strings.Contains(string(b), "columns") {
+		t.Fatalf("a family without columns: %s", b)
 	}
 }

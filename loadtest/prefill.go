@@ -199,6 +199,7 @@ func prefillEvents(w *World, start, end int) [][]byte {
 		b = append(b, w.valueField...)
 		b = append(b, `":`...)
 		b = strconv.AppendInt(b, prefillPoints(i, w.sc.Prefill.PointsMax), 10)
+		b = appendColumns(b, w, prefillEventID(w.sc.MemberPrefix, i))
 		b = appendDims(b, w, m)
 		out = append(out, append(b, '}'))
 	}

@@ -162,7 +162,7 @@ func (w redisWrites) apply(ctx context.Context, plans []plan, shards map[string]
 				w.Kind, w.Mode, w.Value = store.KindApply, p.fam.agg, p.value
 			}
 			if c := p.fam.enc.Cols; c != nil {
-				w.HasCols, w.B, w.Columns = true, c.B, colArgs(c, p.cols, p.fam.agg)
+				w.HasCols, w.B, w.Columns = true, c.B, store.ColArgs(c, p.cols, p.fam.agg == "sum")
 			}
 			w.Metadata, w.KeepMetadata = string(p.ev.Metadata), true
 			writes = append(writes, w)
@@ -577,7 +577,7 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 		Version: pr.Version, Value: f.enc.Stored(pr.Points), B: f.enc.B, Seq: seq, MaxPoints: f.enc.MaxPoints,
 		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion, Metadata: string(pr.Metadata), KeepMetadata: true}
 	if c := f.enc.Cols; c != nil {
-		w.HasCols, w.B, w.Columns = true, c.B, colArgs(c, cols, "")
+		w.HasCols, w.B, w.Columns = true, c.B, store.ColArgs(c, cols, false)
 	}
 	r := s.writeBE.Write(ctx, []store.Write{w})[0]
 	if r.Err != nil {
@@ -641,24 +641,6 @@ func printable(s string) bool {
 		}
 	}
 	return true
-}
-
-// colArgs are a write's columns for columns.lua: in a sum family each column
-// combines by its own aggregate; max/min families and projections keep the
-// whole tuple ("").
-func colArgs(c *rank.Columns, vals []int64, mode string) []store.ColArg {
-	out := make([]store.ColArg, len(c.Cols))
-	for i, col := range c.Cols {
-		a := store.ColArg{Max: col.Max, Width: c.Width(i), Asc: col.Asc}
-		if mode == "sum" {
-			a.Agg = col.Agg
-		}
-		if vals != nil {
-			a.Value = vals[i]
-		}
-		out[i] = a
-	}
-	return out
 }
 
 // checkColumns refuses columns on a family without them and on a reversal

@@ -193,6 +193,24 @@ type Write struct {
 	KeepMetadata bool
 }
 
+// ColArgs are a write's columns for columns.lua: in a sum family (sum) each
+// column combines by its own aggregate; max/min families and projections
+// keep the whole tuple. vals nil (a reversal) sends zeros.
+func ColArgs(c *rank.Columns, vals []int64, sum bool) []ColArg {
+	out := make([]ColArg, len(c.Cols))
+	for i, col := range c.Cols {
+		a := ColArg{Max: col.Max, Width: c.Width(i), Asc: col.Asc}
+		if sum {
+			a.Agg = col.Agg
+		}
+		if vals != nil {
+			a.Value = vals[i]
+		}
+		out[i] = a
+	}
+	return out
+}
+
 // ColArg is one column of a columns.lua write.
 type ColArg struct {
 	Agg   string // sum | last | max | min; "" keeps the whole tuple
