@@ -74,6 +74,11 @@ type LifecycleBackend interface {
 	Card(ctx context.Context, key string, replica bool) (int64, error)
 	MemoryUsage(ctx context.Context, key string) (int64, error)
 	Slots(ctx context.Context) ([]store.SlotRange, error)
+	// Member bans (moderation.go).
+	PutBan(ctx context.Context, k shard.BanKeys, member string, val []byte) (int64, error)
+	DeleteBan(ctx context.Context, k shard.BanKeys, member string) (bool, error)
+	Bans(ctx context.Context, k shard.BanKeys) (map[string]string, int64, error)
+	BanVersion(ctx context.Context, k shard.BanKeys) (int64, error)
 }
 
 // HealthBackend answers readiness and whether replicas can serve reads.
@@ -151,6 +156,7 @@ type Service struct {
 	periods sync.Map // "family/period" → map[string]int (recorded shard counts)
 	states  sync.Map // "family/period" → cachedState
 	boards  sync.Map // "family/period/dimension" → struct{} (registered in the period's set)
+	banned  banCache // this gateway's copy of the member bans (bans.go)
 }
 
 // New builds a Service.

@@ -20,6 +20,8 @@ type Ledger interface {
 	Record(ctx context.Context, ev ledger.Event, r ledger.Rules) (ledger.Outcome, error)
 	RecordGroup(ctx context.Context, evs []ledger.GroupEvent) ([]ledger.GroupResult, error)
 	Project(ctx context.Context, ev ledger.Event, r ledger.Rules) (ledger.Outcome, error)
+	Remove(ctx context.Context, ev ledger.Event, r ledger.Rules) ([]ledger.Removed, error)
+	History(ctx context.Context, family, period, board, member string, before *ledger.HistoryCursor, limit int) ([]ledger.HistoryEntry, error)
 	MarkProjected(ctx context.Context, eventIDs ...string) error
 	MarkGroupProjected(ctx context.Context, pending int64) error
 	Unprojected(ctx context.Context, olderThan time.Duration, limit int) ([]ledger.Pending, error)
@@ -69,7 +71,7 @@ func ledgerErr(err error) error {
 
 func (f *family) ledgerRules() ledger.Rules {
 	return ledger.Rules{Aggregate: f.cfg.Aggregate, Desc: f.cfg.Desc(), TieFirst: f.enc.TieFirst(),
-		MaxPoints: f.enc.MaxPoints, SeqCapacity: f.enc.B}
+		MaxPoints: f.enc.MaxPoints, SeqCapacity: f.enc.B, Projection: f.cfg.Projection()}
 }
 
 func (s *Service) requireLedger(what string) error {

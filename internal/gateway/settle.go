@@ -411,6 +411,9 @@ func (s *Service) Correct(ctx context.Context, c Correction) (EventResult, error
 		}
 		return EventResult{}, p.err
 	}
+	if err := s.checkBan(ctx, c.User, f.cfg.Name); err != nil {
+		return EventResult{}, err
+	}
 	p.correction, p.operator = true, c.Operator
 	if _, err := s.ensurePeriod(ctx, f, p.period.ID); err != nil {
 		return EventResult{}, err

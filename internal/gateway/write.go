@@ -80,6 +80,9 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 	for i := range evs {
 		plans[i] = s.planEvent(evs[i], now)
 	}
+	if err := s.refuseBanned(ctx, plans); err != nil {
+		return nil, err
+	}
 	// Shard counts per family period, recorded at first write; and the
 	// period's state: a frozen period refuses events even on boards that do
 	// not exist yet (existing board shards also refuse them atomically).
@@ -541,6 +544,9 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 		}
 	}
 	if err := s.checkMetadata(pr.Metadata); err != nil {
+		return ProjectionResult{}, err
+	}
+	if err := s.checkBan(ctx, user, f.cfg.Name); err != nil {
 		return ProjectionResult{}, err
 	}
 	b, err := s.resolve(ctx, ref)

@@ -243,6 +243,8 @@ var scopeRules = []scopeRule{
 	{path: boardRule + "/rebuild", prefix: true, scope: ScopeAdmin},
 	{path: boardRule + "/reconcile", prefix: true, scope: ScopeAdmin},
 	{method: http.MethodPost, path: "/v1/awards/{}/retry", scope: ScopeAdmin},
+	{path: "/v1/bans", prefix: true, scope: ScopeAdmin},
+	{method: http.MethodDelete, path: boardRule + "/members/{}", scope: ScopeAdmin},
 	// Awards: a reward service that pulls lists them (read) and acknowledges
 	// what it took (write).
 	{method: http.MethodGet, path: "/v1/awards", scope: ScopeRead},
@@ -257,6 +259,7 @@ var scopeRules = []scopeRule{
 	{method: http.MethodGet, path: boardRule + "/top", scope: ScopeRead},
 	{method: http.MethodGet, path: boardRule + "/members/{}", scope: ScopeRead},
 	{method: http.MethodGet, path: boardRule + "/members/{}/around", scope: ScopeRead},
+	{method: http.MethodGet, path: boardRule + "/members/{}/history", scope: ScopeRead},
 	{method: http.MethodGet, path: boardRule + "/entries", scope: ScopeRead},
 	{method: http.MethodPost, path: boardRule + "/members:lookup", scope: ScopeRead},
 	{method: http.MethodGet, path: boardRule + "/count", scope: ScopeRead},

@@ -89,9 +89,15 @@ func TestScopeOf(t *testing.T) {
 		{"/v1/admin/", ScopeAdmin},
 		{"POST /v1/boards/{family}/{period}/{dimension}/rebuild", ScopeAdmin},
 		{"GET /v1/boards/{family}/{period}/{dimension}/reconcile", ScopeAdmin},
+		// Moderation (issue 13): removals and bans are admin, the history a read.
+		{"DELETE /v1/boards/{family}/{period}/{dimension}/members/{member}", ScopeAdmin},
+		{"GET /v1/boards/{family}/{period}/{dimension}/members/{member}/history", ScopeRead},
+		{"PUT /v1/bans/{member}", ScopeAdmin},
+		{"DELETE /v1/bans/{member}", ScopeAdmin},
+		{"GET /v1/bans", ScopeAdmin},
 		// Fail closed: anything else has no scope.
 		{"GET /v1/mystery", ""},
-		{"DELETE /v1/boards/{family}/{period}/{dimension}/members/{member}", ""},
+		{"DELETE /v1/profiles/{member}", ""},
 		{"PATCH /v1/profiles/{member}", ""},
 		{"/v1/events", ""}, // every method: not the POST rule
 		{"GET /v1/events", ""},

@@ -31,7 +31,7 @@ func statusOf(c rank.Code) int {
 		return http.StatusBadRequest
 	case rank.CodeUnauthenticated:
 		return http.StatusUnauthorized
-	case rank.CodeForbidden:
+	case rank.CodeForbidden, rank.CodeMemberBanned:
 		return http.StatusForbidden
 	case rank.CodeUnknownFamily, rank.CodeUnknownBoard, rank.CodeNotRanked, rank.CodeUnknownEvent, rank.CodeNotFound:
 		return http.StatusNotFound

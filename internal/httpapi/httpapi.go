@@ -77,6 +77,12 @@ type Lifecycle interface {
 	Awards(ctx context.Context, q gateway.AwardQuery) (gateway.AwardList, error)
 	AckAward(ctx context.Context, key string) (gateway.AwardView, error)
 	RetryAward(ctx context.Context, key string) (gateway.AwardView, error)
+	// Moderation (moderation.go).
+	RemoveMember(ctx context.Context, b gateway.BoardRef, user string, r gateway.Removal) (gateway.RemovalResult, error)
+	MemberHistory(ctx context.Context, b gateway.BoardRef, user string, limit int, cursor string) (gateway.History, error)
+	PutBan(ctx context.Context, user string, r gateway.BanRequest) (gateway.BanResult, error)
+	DeleteBan(ctx context.Context, user string) (gateway.Ban, error)
+	ListBans(ctx context.Context) (gateway.BanList, error)
 }
 
 // Service is every part at once, plus readiness (GET /readyz).
@@ -227,6 +233,7 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("GET "+board+"/top", s.top)
 	api("GET "+board+"/members/{member}", s.member)
 	api("GET "+board+"/members/{member}/around", s.around)
+	api("GET "+board+"/members/{member}/history", s.history)
 	api("GET "+board+"/entries", s.entries)
 	api("POST "+board+"/members:lookup", s.lookup)
 	api("GET "+board+"/count", s.count)
@@ -251,6 +258,10 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("GET /v1/awards", s.awards)
 	api("POST /v1/awards/{key}/ack", s.ackAward)
 	api("POST /v1/awards/{key}/retry", s.retryAward)
+	api("DELETE "+board+"/members/{member}", s.removeMember)
+	api("PUT /v1/bans/{member}", s.putBan)
+	api("DELETE /v1/bans/{member}", s.deleteBan)
+	api("GET /v1/bans", s.listBans)
 	// Service: open, not shed.
 	s.handle("GET /v1/openapi.json", s.adapt(s.openAPI))
 	s.handle("GET /healthz", s.adapt(s.healthz))

@@ -982,7 +982,7 @@ func TestRouting(t *testing.T) {
 		{"unregistered admin path", "POST", "/v1/periods/learning/2026-W34/settle/now", 404, rank.CodeNotFound, ""},
 		{"wrong method on events", "GET", "/v1/events", 405, CodeMethodNotAllowed, "POST"},
 		{"wrong method on top", "DELETE", natPath + "/top", 405, CodeMethodNotAllowed, "GET, HEAD"},
-		{"wrong method on member", "POST", natPath + "/members/u1", 405, CodeMethodNotAllowed, "GET, HEAD, PUT"},
+		{"wrong method on member", "POST", natPath + "/members/u1", 405, CodeMethodNotAllowed, "DELETE, GET, HEAD, PUT"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.title, func(t *testing.T) {

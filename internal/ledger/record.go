@@ -236,6 +236,7 @@ func (t totalsRow) seqOr() int64 {
 
 // origBoard is what the original of a reversal did to one board.
 type origBoard struct {
+	ord                 int64 // event_boards.ord (0: recorded before it existed)
 	applied             int64
 	changed             bool
 	seqBefore, seqAfter int64
@@ -402,12 +403,21 @@ func (w *writer) reverse(ctx context.Context) (Outcome, error) {
 	if err := w.lockTotals(ctx, boards); err != nil {
 		return Outcome{}, err
 	}
+	floors, err := w.removalFloors(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
 	for _, st := range w.states {
 		var err error
-		if w.r.Aggregate == "sum" {
+		switch {
+		case floors[st.board] > orig[st.board].ord:
+			// A removal after the original wiped what it did: nothing to undo
+			// on this board (the member started afresh).
+			st.next, st.changed, st.applied = st.cur, false, 0
+		case w.r.Aggregate == "sum":
 			err = w.reverseSum(st, orig[st.board])
-		} else {
-			err = w.reverseBest(ctx, st, orig[st.board])
+		default:
+			err = w.reverseBest(ctx, st, orig[st.board], floors[st.board])
 		}
 		if err != nil {
 			return Outcome{}, err
@@ -423,7 +433,7 @@ func (w *writer) reverse(ctx context.Context) (Outcome, error) {
 // readOrigBoards reads what the original of a reversal did to each board, and
 // its boards in order.
 func readOrigBoards(ctx context.Context, q querier, id string) (map[string]origBoard, []string, error) {
-	rows, err := q.Query(ctx, `SELECT board, applied, changed, seq_before, seq_after, total_after
+	rows, err := q.Query(ctx, `SELECT board, applied, changed, seq_before, seq_after, total_after, coalesce(ord, 0)
 		FROM event_boards WHERE event_id = $1 ORDER BY board`, id)
 	if err != nil {
 		return nil, nil, err
@@ -432,7 +442,7 @@ func readOrigBoards(ctx context.Context, q querier, id string) (map[string]origB
 	var boards []string
 	var b string
 	var o origBoard
-	_, err = pgx.ForEachRow(rows, []any{&b, &o.applied, &o.changed, &o.seqBefore, &o.seqAfter, &o.totalAfter}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&b, &o.applied, &o.changed, &o.seqBefore, &o.seqAfter, &o.totalAfter, &o.ord}, func() error {
 		orig[b] = o
 		boards = append(boards, b)
 		return nil
@@ -494,7 +504,9 @@ func (w *writer) reverseSum(st *boardState, o origBoard) error {
 
 // reverseBest undoes a max/min event on one board: the best of the member's
 // remaining events.
-func (w *writer) reverseBest(ctx context.Context, st *boardState, o origBoard) error {
+// Events from before the member's latest removal there (ord ≤ floor) no
+// longer count.
+func (w *writer) reverseBest(ctx context.Context, st *boardState, o origBoard, floor int64) error {
 	order := "DESC"
 	if w.r.Aggregate == "min" {
 		order = "ASC"
@@ -505,9 +517,9 @@ func (w *writer) reverseBest(ctx context.Context, st *boardState, o origBoard) e
 		FROM events e JOIN event_boards eb ON eb.event_id = e.event_id
 		WHERE e.family = $1 AND e.period = $2 AND e.member = $3 AND eb.board = $4
 		  AND e.kind IN ('award', 'correction') AND e.reversed_by IS NULL AND e.event_id <> $5
-		  AND e.value IS NOT NULL
+		  AND e.value IS NOT NULL AND ($6::bigint = 0 OR coalesce(eb.ord, 0) > $6)
 		ORDER BY e.value `+order+`, eb.changed DESC, eb.seq_after ASC
-		LIMIT 1`, w.ev.Family, w.ev.Period, w.ev.Member, st.board, w.ev.Reverses).Scan(&best, &bestChanged, &bestSeq)
+		LIMIT 1`, w.ev.Family, w.ev.Period, w.ev.Member, st.board, w.ev.Reverses, floor).Scan(&best, &bestChanged, &bestSeq)
 	found := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("ledger: recomputing %s of %s on %s: %w", w.r.Aggregate, w.ev.Member, st.board, err)

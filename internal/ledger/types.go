@@ -15,6 +15,9 @@ type Rules struct {
 	TieFirst    bool   // tie "first": equal points rank by achievement seq
 	MaxPoints   int64  // |points| bound; ≤ 0: rank.MaxSafe (2^53)
 	SeqCapacity int64  // B of the tie encoding: seqs must stay below it (TieFirst only)
+	// Projection: the family takes absolute totals from upstream; a removal
+	// keeps the upstream's version (Remove).
+	Projection bool
 }
 
 func (r Rules) check() (Rules, error) {

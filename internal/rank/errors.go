@@ -22,6 +22,7 @@ const (
 	CodeOffsetTooDeep   Code = "offset_too_deep"
 	CodeUnauthenticated Code = "unauthenticated"
 	CodeForbidden       Code = "forbidden"
+	CodeMemberBanned    Code = "member_banned"
 	CodeUnknownFamily   Code = "unknown_family"
 	CodeUnknownBoard    Code = "unknown_board"
 	CodeNotRanked       Code = "not_ranked"

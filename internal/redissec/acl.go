@@ -33,7 +33,8 @@ import (
 //     sadd, smembers, incrby, xadd, xrange, pexpire, unlink, zadd, del,
 //     multi and exec (profiles are replaced in a transaction), zunionstore
 //     (derived families, one key group per slot), get, set and del (the
-//     shared cache level of families with cache_shared).
+//     shared cache level of families with cache_shared), hset, hdel,
+//     incrby, get, hgetall, multi and exec (member bans and their version).
 //   - layout and readiness: memory|usage, cluster|slots, cluster|info,
 //     config|get (maxmemory-policy, /readyz).
 //   - cluster monitor: info, cluster|nodes, cluster|myid, scan (key

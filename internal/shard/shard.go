@@ -234,3 +234,16 @@ func ColsKey(z string) string { return strings.TrimSuffix(z, "z") + "cols" }
 // MdKey returns the user → metadata hash (Keys.Md) of the board shard whose
 // sorted set is z.
 func MdKey(z string) string { return strings.TrimSuffix(z, "z") + "md" }
+
+// BanKeys are the keys of the member bans (moderation); both share the tag
+// "{bans}": one small hash read by every gateway when its version moves.
+type BanKeys struct {
+	All     string // HASH member → the ban (JSON)
+	Version string // STRING counter: +1 at every change of All
+}
+
+// Bans returns the keys of the member bans.
+func (l Layout) Bans() BanKeys {
+	base := l.Prefix + ":{bans}:"
+	return BanKeys{All: base + "all", Version: base + "v"}
+}

@@ -30,6 +30,7 @@ var (
 	applyScript    = script("#!lua", "apply.lua")
 	reverseScript  = script("#!lua", "reverse.lua")
 	projectScript  = script("#!lua", "project.lua")
+	removeScript   = script("#!lua", "remove.lua")
 	seekScript     = script("#!lua flags=no-writes", "seek.lua")
 	positionScript = script("#!lua flags=no-writes", "position.lua")
 	snapshotScript = script("#!lua", "snapshot.lua")
@@ -42,7 +43,7 @@ var (
 // Scripts lists every script with its name, for preloading and tests.
 func Scripts() map[string]*redis.Script {
 	return map[string]*redis.Script{
-		"apply": applyScript, "reverse": reverseScript, "project": projectScript,
+		"apply": applyScript, "reverse": reverseScript, "project": projectScript, "remove": removeScript,
 		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript, "swap": swapScript,
 		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
 	}

@@ -57,7 +57,7 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 	kinds := []struct {
 		name string
 		kind store.WriteKind
-	}{{"apply", store.KindApply}, {"reverse", store.KindReverse}, {"project", store.KindProject}}
+	}{{"apply", store.KindApply}, {"reverse", store.KindReverse}, {"project", store.KindProject}, {"remove", store.KindRemove}}
 
 	for _, bc := range boards {
 		t.Run(bc.name, func(t *testing.T) {

@@ -32,6 +32,8 @@ const (
 	StatusNotReversible WriteStatus = "notreversible"
 	// StatusStale: a projection older than the stored version.
 	StatusStale WriteStatus = "stale"
+	// StatusAbsent: a removal of a member the board shard does not hold.
+	StatusAbsent WriteStatus = "absent"
 )
 
 // parseStatus checks a script's first reply field against the statuses its
@@ -42,6 +44,11 @@ func parseStatus(kind WriteKind, s string) (WriteStatus, error) {
 	case KindProject:
 		switch st {
 		case StatusOK, StatusStale, StatusClosed, StatusRange:
+			return st, nil
+		}
+	case KindRemove:
+		switch st {
+		case StatusOK, StatusAbsent, StatusClosed:
 			return st, nil
 		}
 	case KindReverse:

@@ -151,6 +151,10 @@ const (
 	KindApply WriteKind = iota
 	KindReverse
 	KindProject
+	// KindRemove: a moderator removes Member from the board shard
+	// (remove.lua; Redis-only mode). Status ok (Before: the score it had) |
+	// absent | closed.
+	KindRemove
 )
 
 // Write is one scripted write on one board shard.
@@ -239,6 +243,8 @@ func (w Write) script() (*redis.Script, string) {
 		return reverseScript, "reverse"
 	case KindProject:
 		return projectScript, "project"
+	case KindRemove:
+		return removeScript, "remove"
 	default:
 		return applyScript, "apply"
 	}
@@ -264,6 +270,8 @@ func (w Write) keysArgs() ([]string, []any) {
 		}
 		keys, args = []string{w.Keys.Z, w.Keys.M, w.Keys.Meta},
 			[]any{w.Member, w.Version, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, seqMode, present}
+	case KindRemove:
+		return []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta, w.Keys.Cols, w.Keys.Md}, []any{w.Member, flag(w.PeriodClosed)}
 	default:
 		keys, args = []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
 			[]any{w.EventID, w.Member, w.Mode, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, flag(w.PeriodClosed)}

@@ -97,6 +97,8 @@ type Options struct {
 	// TracerProvider, when set, traces the Redis client and the HTTP API
 	// as cmd/gateway does with tracing on.
 	TracerProvider trace.TracerProvider
+	// Ledger, when set, runs the gateway in ledger mode on it.
+	Ledger gateway.Ledger
 }
 
 // New builds a Stack on the test cluster. It skips the test when there is no
@@ -134,7 +136,7 @@ func New(tb testing.TB, o Options) *Stack {
 	if o.WrapBackend != nil {
 		be = o.WrapBackend(st)
 	}
-	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: be, Registerer: reg})
+	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: be, Registerer: reg, Ledger: o.Ledger})
 	if err != nil {
 		tb.Fatal(err)
 	}

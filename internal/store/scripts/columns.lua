@@ -175,7 +175,11 @@ if op == 'apply' then
   local before = -1
   if P ~= nil then before = curSeq end
   -- record: applied delta | seq before | seq after | prefix before | prefix after
-  redis.call('HSET', ev, id, fmt(newP - (P or 0)) .. '|' .. fmt(before) .. '|' .. fmt(seq) .. '|' .. (prefix or '') .. '|' .. np)
+  -- [| e<removal epoch> once a moderator removed the member (remove.lua)]
+  local epoch = redis.call('HGET', ev, '#rm:' .. user)
+  local tag = ''
+  if epoch then tag = '|e' .. epoch end
+  redis.call('HSET', ev, id, fmt(newP - (P or 0)) .. '|' .. fmt(before) .. '|' .. fmt(seq) .. '|' .. (prefix or '') .. '|' .. np .. tag)
   -- '#n:<user>' counts live changes when there are two or more (apply.lua).
   if P ~= nil then
     local f = '#n:' .. user
@@ -190,8 +194,21 @@ local rec = redis.call('HGET', ev, oid)
 if not rec then return {'unknown', cur or '', cur or ''} end
 if string.sub(rec, 1, 2) == 'R|' then return replay(ev, oid, 'reversed', cur) end
 local d, sb, sa, pb, pa, tail = string.match(rec, '^(-?%d+)|(-?%d+)|(-?%d+)|([0-9a-f]*)|([0-9a-f]*)(.*)$')
-if not d or tail ~= '' then return {'notreversible', cur or '', cur or ''} end
+local recEpoch = 0
+if d and tail ~= '' then
+  recEpoch = tonumber(string.match(tail, '^|e(%d+)$') or '')
+  if not recEpoch then d = nil end
+end
+if not d then return {'notreversible', cur or '', cur or ''} end
 d, sb, sa = tonumber(d), tonumber(sb), tonumber(sa)
+-- A moderator removed the member after the original (remove.lua): the
+-- member started afresh; the reversal is recorded and changes nothing.
+if tonumber(redis.call('HGET', ev, '#rm:' .. user) or '0') > recEpoch then
+  touch_meta(meta, ARGV[9], ARGV[10])
+  redis.call('HSET', ev, oid, 'R|' .. rec)
+  redis.call('HSET', ev, id, '0|-1|-1|r:' .. oid)
+  return {'ok', cur or '', cur or ''}
+end
 local newP = (P or 0) - d
 if newP > maxp or newP < -maxp then return {'range', cur or '', cur or ''} end
 -- Columns: a sum column gives back what the event added; a last/max/min

@@ -6,7 +6,8 @@
 --       points|, 7 now (unix ms), 8 rules version, 9 seq mode: 'keep' (API
 --       projections: the seq changes only when the points do) or 'set' (ledger
 --       mode: the ledger's achievement seq is the truth), 10 present: '0'
---       removes the member (a ledger reversal of its only change),
+--       removes the member (a ledger reversal of its only change, or a
+--       removal; at the stored version too),
 --       11 (with KEYS[4]) the projection's metadata JSON ('' clears it).
 -- Returns {status, version (stored or applied), score before or '', score after or ''}
 -- with status ok | stale | closed | range.
@@ -19,7 +20,9 @@ local st = closed_state(meta)
 if st then return {'closed', st, cur or '', cur or ''} end
 local stored = redis.call('HGET', m, member)
 local cv = tonumber(stored or '0')
-if version <= cv then
+-- An absent total at the stored version is a removal in a family of
+-- projections (the ledger keeps the upstream's version): it still applies.
+if version < cv or (version == cv and ARGV[10] ~= '0') then
   -- A replay (a retried event of the ledger, a re-projection): write the
   -- stored version back unchanged, as replay in common.lua does, so that a
   -- WAIT after this script (redis.wait_replicas) covers the projection that

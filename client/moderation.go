@@ -1,0 +1,121 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Moderation (scope admin) and score history (scope read, ledger mode).
+
+// Removal is the body of RemoveMember: who removes and why.
+type Removal struct {
+	Operator string `json:"operator"`
+	Reason   string `json:"reason"`
+}
+
+// RemovalResult answers RemoveMember: the points the member had.
+type RemovalResult struct {
+	Removed bool  `json:"removed"`
+	Points  int64 `json:"points"`
+}
+
+// BanRequest is the body of PutBan; no Families means every family.
+type BanRequest struct {
+	Operator string   `json:"operator"`
+	Reason   string   `json:"reason"`
+	Families []string `json:"families,omitempty"`
+}
+
+// Ban is one member's ban; empty Families: every family.
+type Ban struct {
+	User     string    `json:"user"`
+	Families []string  `json:"families"`
+	Operator string    `json:"operator"`
+	Reason   string    `json:"reason"`
+	At       time.Time `json:"at"`
+}
+
+// BanResult answers PutBan: the ban and the boards of the current periods
+// the member was removed from.
+type BanResult struct {
+	Ban
+	Removed []BoardPoints `json:"removed"`
+}
+
+// BanList answers Bans.
+type BanList struct {
+	Bans []Ban `json:"bans"`
+}
+
+// HistoryEvent is one event of a member's score history on a board.
+type HistoryEvent struct {
+	EventID      string    `json:"event_id"`
+	Kind         string    `json:"kind"`
+	Delta        *int64    `json:"delta,omitempty"`
+	Value        *int64    `json:"value,omitempty"`
+	Reverses     string    `json:"reverses,omitempty"`
+	ReversedBy   string    `json:"reversed_by,omitempty"`
+	PointsBefore int64     `json:"points_before"`
+	PointsAfter  int64     `json:"points_after"`
+	Ranked       bool      `json:"ranked"`
+	Changed      bool      `json:"changed"`
+	At           time.Time `json:"at"`
+	RecordedAt   time.Time `json:"recorded_at"`
+	Operator     string    `json:"operator"`
+	Reason       string    `json:"reason"`
+}
+
+// History answers MemberHistory; follow NextCursor.
+type History struct {
+	Board      string         `json:"board"`
+	User       string         `json:"user"`
+	Events     []HistoryEvent `json:"events"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
+
+// RemoveMember takes a member off a board (sent once: a retry of a removal
+// that went through answers 404 not_ranked).
+func (c *Client) RemoveMember(ctx context.Context, b Board, member string, r Removal) (RemovalResult, error) {
+	var out RemovalResult
+	err := c.do(ctx, call{method: http.MethodDelete, path: b.path() + "/members/" + esc(member), body: r}, &out)
+	return out, err
+}
+
+// MemberHistory returns a page of a member's score history on a board,
+// newest first (limit 0: the server's default; cursor "": the newest).
+func (c *Client) MemberHistory(ctx context.Context, b Board, member string, limit int, cursor string) (History, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var out History
+	err := c.do(ctx, call{method: http.MethodGet, path: b.path() + "/members/" + esc(member) + "/history", query: q, idempotent: true}, &out)
+	return out, err
+}
+
+// PutBan bans a member (idempotent: banning again replaces the ban).
+func (c *Client) PutBan(ctx context.Context, member string, r BanRequest) (BanResult, error) {
+	var out BanResult
+	err := c.do(ctx, call{method: http.MethodPut, path: "/v1/bans/" + esc(member), body: r, idempotent: true}, &out)
+	return out, err
+}
+
+// DeleteBan lifts a member's ban (sent once: a retry after success is 404).
+func (c *Client) DeleteBan(ctx context.Context, member string) (Ban, error) {
+	var out Ban
+	err := c.do(ctx, call{method: http.MethodDelete, path: "/v1/bans/" + esc(member)}, &out)
+	return out, err
+}
+
+// Bans lists every ban.
+func (c *Client) Bans(ctx context.Context) (BanList, error) {
+	var out BanList
+	err := c.do(ctx, call{method: http.MethodGet, path: "/v1/bans", idempotent: true}, &out)
+	return out, err
+}

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/shard"
+)
+
+// PutBan stores a member's ban (val: its JSON) and moves the bans' version
+// on, in one MULTI (both keys share the tag {bans}); it returns the version.
+func (s *Store) PutBan(ctx context.Context, k shard.BanKeys, member string, val []byte) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	var v *redis.IntCmd
+	_, err := s.rw.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k.All, member, val)
+		v = p.IncrBy(ctx, k.Version, 1)
+		return nil
+	})
+	if err != nil {
+		return 0, s.fail("ban", fmt.Errorf("storing the ban of %s: %w", member, err))
+	}
+	return v.Val(), nil
+}
+
+// DeleteBan lifts a member's ban; false when there was none. The version
+// moves on only when a ban went.
+func (s *Store) DeleteBan(ctx context.Context, k shard.BanKeys, member string) (bool, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	n, err := s.rw.HDel(ctx, k.All, member).Result()
+	if err == nil && n > 0 {
+		err = s.rw.IncrBy(ctx, k.Version, 1).Err()
+	}
+	if err != nil {
+		return false, s.fail("ban", fmt.Errorf("lifting the ban of %s: %w", member, err))
+	}
+	return n > 0, nil
+}
+
+// Bans returns every ban (member → JSON) and the version they belong to,
+// read in one MULTI from the primary.
+func (s *Store) Bans(ctx context.Context, k shard.BanKeys) (map[string]string, int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	var all *redis.MapStringStringCmd
+	var v *redis.StringCmd
+	_, err := s.rw.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		v = p.Get(ctx, k.Version)
+		all = p.HGetAll(ctx, k.All)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, 0, s.fail("ban", fmt.Errorf("reading the bans: %w", err))
+	}
+	ver, _ := v.Int64() // missing: 0
+	return all.Val(), ver, nil
+}
+
+// BanVersion returns the bans' version (0 before the first ban): what every
+// gateway polls to learn that its copy of the bans is stale.
+func (s *Store) BanVersion(ctx context.Context, k shard.BanKeys) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	v, err := s.rw.Get(ctx, k.Version).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.fail("ban", fmt.Errorf("reading the bans' version: %w", err))
+	}
+	return v, nil
+}
