@@ -81,10 +81,10 @@ func (s *Service) bans(ctx context.Context) (map[string]Ban, error) {
 		return c.bans, nil
 	}
 	k := s.layout.Bans()
-	v, err := s.be.BanVersion(ctx, k)
+	v, err := s.banBE.BanVersion(ctx, k)
 	if err == nil && (v != c.version || c.checked.IsZero()) {
 		var all map[string]string
-		if all, v, err = s.be.Bans(ctx, k); err == nil {
+		if all, v, err = s.banBE.Bans(ctx, k); err == nil {
 			c.bans, c.version = parseBans(all, s), v
 		}
 	}
@@ -176,7 +176,7 @@ func (s *Service) PutBan(ctx context.Context, user string, r BanRequest) (BanRes
 	sort.Strings(fams)
 	ban := Ban{User: user, Families: fams, Operator: r.Operator, Reason: r.Reason, At: s.now().UTC()}
 	js, _ := json.Marshal(ban)
-	if _, err := s.be.PutBan(ctx, s.layout.Bans(), user, js); err != nil {
+	if _, err := s.banBE.PutBan(ctx, s.layout.Bans(), user, js); err != nil {
 		return BanResult{}, writeUnavailable(err, "storing the ban of %s", user)
 	}
 	s.forgetBans()
@@ -236,11 +236,11 @@ func (s *Service) DeleteBan(ctx context.Context, user string) (Ban, error) {
 	if !rank.ValidMember(user) {
 		return Ban{}, rank.Invalid("member", "member must match [A-Za-z0-9_.@-]{1,64}")
 	}
-	all, _, err := s.be.Bans(ctx, s.layout.Bans())
+	all, _, err := s.banBE.Bans(ctx, s.layout.Bans())
 	if err != nil {
 		return Ban{}, rank.Unavailable(err, "reading the bans")
 	}
-	ok, err := s.be.DeleteBan(ctx, s.layout.Bans(), user)
+	ok, err := s.banBE.DeleteBan(ctx, s.layout.Bans(), user)
 	if err != nil {
 		return Ban{}, writeUnavailable(err, "lifting the ban of %s", user)
 	}
@@ -256,7 +256,7 @@ func (s *Service) DeleteBan(ctx context.Context, user string) (Ban, error) {
 
 // ListBans answers every ban, by member, read from Redis.
 func (s *Service) ListBans(ctx context.Context) (BanList, error) {
-	all, _, err := s.be.Bans(ctx, s.layout.Bans())
+	all, _, err := s.banBE.Bans(ctx, s.layout.Bans())
 	if err != nil {
 		return BanList{}, rank.Unavailable(err, "reading the bans")
 	}

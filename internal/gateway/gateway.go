@@ -74,7 +74,11 @@ type LifecycleBackend interface {
 	Card(ctx context.Context, key string, replica bool) (int64, error)
 	MemoryUsage(ctx context.Context, key string) (int64, error)
 	Slots(ctx context.Context) ([]store.SlotRange, error)
-	// Member bans (moderation.go).
+}
+
+// BanBackend keeps the member bans (bans.go): the write path polls the
+// version, the admin calls change them.
+type BanBackend interface {
 	PutBan(ctx context.Context, k shard.BanKeys, member string, val []byte) (int64, error)
 	DeleteBan(ctx context.Context, k shard.BanKeys, member string) (bool, error)
 	Bans(ctx context.Context, k shard.BanKeys) (map[string]string, int64, error)
@@ -94,6 +98,7 @@ type Backend interface {
 	ReadBackend
 	LifecycleBackend
 	HealthBackend
+	BanBackend
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -136,6 +141,7 @@ type Service struct {
 	readBE   ReadBackend
 	lifeBE   LifecycleBackend
 	healthBE HealthBackend
+	banBE    BanBackend
 	layout   shard.Layout
 	log      *slog.Logger
 	now      func() time.Time
@@ -178,7 +184,7 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
+		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
 		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
 	}

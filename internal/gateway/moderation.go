@@ -94,7 +94,7 @@ func (s *Service) removeMember(ctx context.Context, f *family, p period.Period, 
 	}
 	if dims == nil {
 		var err error
-		if dims, err = s.be.Boards(ctx, s.layout.Period(f.cfg.Name, p.ID)); err != nil {
+		if dims, err = s.lifeBE.Boards(ctx, s.layout.Period(f.cfg.Name, p.ID)); err != nil {
 			return nil, rank.Unavailable(err, "listing the boards of %s/%s", f.cfg.Name, p.ID)
 		}
 	}
@@ -118,7 +118,7 @@ func (s *Service) removeMember(ctx context.Context, f *family, p period.Period, 
 		return nil, nil
 	}
 	var out []BoardPoints
-	for i, r := range s.be.Write(ctx, ws) {
+	for i, r := range s.writeBE.Write(ctx, ws) {
 		switch {
 		case r.Err != nil:
 			return nil, writeUnavailable(r.Err, "removing %s from %s; retry", user, boards[i].String())
@@ -156,7 +156,7 @@ func (s *Service) removeLedger(ctx context.Context, f *family, p period.Period, 
 		out[i] = BoardPoints{Board: f.board(p.ID, t, v).String(), Points: r.PointsBefore}
 		s.logRemoved(f, out[i], user, operator, reason, "ledger")
 	}
-	for _, r := range s.be.Write(ctx, s.projections(ctx, f, p.ID, user, totals, now)) {
+	for _, r := range s.writeBE.Write(ctx, s.projections(ctx, f, p.ID, user, totals, now)) {
 		if r.Err != nil {
 			return nil, rank.Unavailable(r.Err, "the removal is in the ledger; its Redis write failed and the projector will retry it")
 		}

@@ -77,7 +77,11 @@ type Lifecycle interface {
 	Awards(ctx context.Context, q gateway.AwardQuery) (gateway.AwardList, error)
 	AckAward(ctx context.Context, key string) (gateway.AwardView, error)
 	RetryAward(ctx context.Context, key string) (gateway.AwardView, error)
-	// Moderation (moderation.go).
+}
+
+// Moderation backs the moderation routes (moderation.go): removing a member
+// from a board, bans, and a member's score history.
+type Moderation interface {
 	RemoveMember(ctx context.Context, b gateway.BoardRef, user string, r gateway.Removal) (gateway.RemovalResult, error)
 	MemberHistory(ctx context.Context, b gateway.BoardRef, user string, limit int, cursor string) (gateway.History, error)
 	PutBan(ctx context.Context, user string, r gateway.BanRequest) (gateway.BanResult, error)
@@ -90,6 +94,7 @@ type Service interface {
 	Writes
 	Reads
 	Lifecycle
+	Moderation
 	Ready(ctx context.Context) error
 }
 
@@ -144,6 +149,7 @@ type server struct {
 	writes  Writes
 	reads   Reads
 	life    Lifecycle
+	mod     Moderation
 	ready   func(context.Context) error
 	log     *slog.Logger
 	metrics *metrics
@@ -184,7 +190,7 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{writes: svc, reads: svc, life: svc, ready: svc.Ready, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
+	s := &server{writes: svc, reads: svc, life: svc, mod: svc, ready: svc.Ready, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
 		lingerBytes: lingerBytes, lingerTime: lingerTime, openapi: doc}
 	s.families = opts.Families
 	s.routes(opts.Auth, opts.Gatherer)

@@ -16,7 +16,7 @@ func (s *server) removeMember(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	res, err := s.svc.RemoveMember(r.Context(), boardOf(r), r.PathValue("member"), req)
+	res, err := s.mod.RemoveMember(r.Context(), boardOf(r), r.PathValue("member"), req)
 	if err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func (s *server) history(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	res, err := s.svc.MemberHistory(r.Context(), boardOf(r), r.PathValue("member"), limit, cursor)
+	res, err := s.mod.MemberHistory(r.Context(), boardOf(r), r.PathValue("member"), limit, cursor)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *server) putBan(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	res, err := s.svc.PutBan(r.Context(), r.PathValue("member"), req)
+	res, err := s.mod.PutBan(r.Context(), r.PathValue("member"), req)
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *server) putBan(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) deleteBan(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.DeleteBan(r.Context(), r.PathValue("member"))
+	res, err := s.mod.DeleteBan(r.Context(), r.PathValue("member"))
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (s *server) deleteBan(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) listBans(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.svc.ListBans(r.Context())
+	res, err := s.mod.ListBans(r.Context())
 	if err != nil {
 		return err
 	}
