@@ -8,6 +8,7 @@ import (
 
 	"github.com/rankgate/rankgate/internal/ledger"
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/store"
 )
@@ -362,4 +363,11 @@ func soonAccepted(t *testing.T, svc *Service, ev Event) {
 		_, err := svc.ApplyEvent(context.Background(), ev)
 		return err
 	})
+}
+
+// The fake backend holds no bans.
+func (f *fakeBackend) BanVersion(context.Context, shard.BanKeys) (int64, error) { return 0, nil }
+
+func (f *fakeBackend) Bans(context.Context, shard.BanKeys) (map[string]string, int64, error) {
+	return nil, 0, nil
 }
