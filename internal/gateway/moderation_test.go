@@ -371,3 +371,44 @@ func (f *fakeBackend) BanVersion(context.Context, shard.BanKeys) (int64, error) 
 func (f *fakeBackend) Bans(context.Context, shard.BanKeys) (map[string]string, int64, error) {
 	return nil, 0, nil
 }
+
+// A family with sort columns (Redis-only mode): the removal finds the stored
+// member through its columns prefix; a reversal of an event from before the
+// removal changes nothing; a later event starts afresh, columns included.
+func TestRemoveMemberWithColumns(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, `  lap:
+    period: all
+    columns:
+      - {name: laps, max: 1000}
+    dimensions:
+      national: {shards: 2}
+`)
+	ctx := context.Background()
+	ref := BoardRef{Family: "lap", Period: "current", Dimension: "national"}
+	ev := func(id, user string, d, laps int64) Event {
+		return Event{EventID: id, Family: "lap", User: user, Delta: ptr(d), Columns: map[string]int64{"laps": laps}}
+	}
+	for _, e := range []Event{ev("e1", "u1", 10, 3), ev("e2", "u1", 5, 2), ev("e3", "u2", 15, 4)} {
+		if _, err := svc.ApplyEvent(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantTop(t, svc, ref, []userPts{{"u1", 15}, {"u2", 15}}) // laps 5 before 4
+	res, err := svc.RemoveMember(ctx, ref, "u1", moderator)
+	if err != nil || res.Points != 15 {
+		t.Fatalf("remove: %+v %v", res, err)
+	}
+	wantTop(t, svc, ref, []userPts{{"u2", 15}})
+	if _, err := svc.ApplyEvent(ctx, Event{EventID: "r1", Family: "lap", User: "u1", Reverses: "e1"}); err != nil {
+		t.Fatal(err)
+	}
+	wantTop(t, svc, ref, []userPts{{"u2", 15}})
+	if _, err := svc.ApplyEvent(ctx, ev("e4", "u1", 15, 1)); err != nil {
+		t.Fatal(err)
+	}
+	got := wantTop(t, svc, ref, []userPts{{"u2", 15}, {"u1", 15}}) // laps 1 now, not 6
+	if got[1].Columns["laps"] != 1 {
+		t.Fatalf("u1's columns after the removal: %+v, want laps 1", got[1])
+	}
+}
