@@ -398,9 +398,12 @@ func (b *Baseline) around(ctx context.Context, board int, user string, radius in
 		return nil, err
 	}
 	e := b.entries(w.Items)
+	same := func(x, y rank.Entry) bool { return x.Points == y.Points && x.ColKey == y.ColKey }
 	moreFirst := w.More
 	switch {
-	case b.mode != rank.Competition || (e[0].Points == e[w.Up].Points && e[0].ColKey == e[w.Up].ColKey):
+	case b.mode != rank.Competition || same(e[0], e[w.Up]):
+	case w.Prev == nil || !same(b.entries([]rank.Item{*w.Prev})[0], e[0]):
+		moreFirst = w.First // the window starts its standing: every member ahead is strictly better
 	case b.enc.Cols != nil: // strictly better on (points, columns): a probe
 		st, _, err := b.rp.Probe(ctx, "around_more", pb, b.enc, w.Items[:1])
 		if err != nil {

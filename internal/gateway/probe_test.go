@@ -18,13 +18,13 @@ import (
 // rest reach Redis.
 type nodeDown struct {
 	Backend
-	down string
-	all  bool // every node fails
-	kind store.ReadKind
+	down  string
+	all   bool // every node fails
+	kinds []store.ReadKind
 }
 
 func (n *nodeDown) ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply) {
-	if len(reads) > 0 && reads[0].Kind == n.kind && (n.all || n.NodeOf(ctx, reads[0].Key) == n.down) {
+	if len(reads) > 0 && slices.Contains(n.kinds, reads[0].Kind) && (n.all || n.NodeOf(ctx, reads[0].Key) == n.down) {
 		for i := range reads {
 			out[i] = store.ShardReply{Err: errShardDown}
 		}
@@ -114,15 +114,37 @@ func TestProbeNodeFailsInsidePipeline(t *testing.T) {
 		ms.Rank++
 		return ms
 	}
+	// wantWindow: the members around u (radius 3) among u and the shards
+	// that answered, in board order.
+	wantWindow := func(u string, missing []int) []string {
+		var live []rank.Item
+		for v, p := range points {
+			if v == u || !slices.Contains(missing, shard.Of(v, 16)) {
+				live = append(live, rank.Item{Score: p, Member: v})
+			}
+		}
+		slices.SortFunc(live, func(a, b rank.Item) int {
+			if rank.Before(a, b) {
+				return -1
+			}
+			return 1
+		})
+		k := slices.IndexFunc(live, func(it rank.Item) bool { return it.Member == u })
+		var out []string
+		for _, it := range live[max(0, k-3):min(len(live), k+4)] {
+			out = append(out, it.Member)
+		}
+		return out
+	}
 	for _, c := range []struct {
-		name string
-		kind store.ReadKind
-		band int
+		name  string
+		kinds []store.ReadKind
+		band  int
 	}{
-		{"native probe round", store.ReadPlace, 0},
-		{"position.lua round after an open native probe", store.ReadPositions, 1},
+		{"native round", []store.ReadKind{store.ReadPlace, store.ReadWindow}, 0},
+		{"position.lua and seek.lua round after open native reads", []store.ReadKind{store.ReadPositions, store.ReadSeek}, 1},
 	} {
-		nd.kind = c.kind
+		nd.kinds = c.kinds
 		svc.rp.Band = c.band
 		for _, u := range []string{"u000", "u001", "u002", "u117", "u239"} {
 			ms, err := svc.Member(ctx, ref, u, ReadOptions{Consistency: ConsistencyPrimary, AllowPartial: true})
@@ -137,6 +159,19 @@ func TestProbeNodeFailsInsidePipeline(t *testing.T) {
 				t.Fatalf("%s: member %s = pos %d rank %d of %d (%d points), want pos %d rank %d of %d (%d)", c.name, u,
 					ms.Position, ms.Rank, ms.Members, ms.Points, w.Position, w.Rank, w.Members, points[u])
 			}
+			// Around-me reads the same shards the same way: its window
+			// leaves out exactly the failed node's members.
+			page, err := svc.Around(ctx, ref, u, 3, ReadOptions{Consistency: ConsistencyPrimary, AllowPartial: true})
+			if err != nil || !page.Partial || !slices.Equal(page.Missing, downShards) {
+				t.Fatalf("%s: around %s: %v, partial %v missing %v, want %v", c.name, u, err, page.Partial, page.Missing, downShards)
+			}
+			var got []string
+			for _, e := range page.Entries {
+				got = append(got, e.User)
+			}
+			if w := wantWindow(u, downShards); !slices.Equal(got, w) {
+				t.Fatalf("%s: around %s = %v, want %v", c.name, u, got, w)
+			}
 			_, err = svc.Member(ctx, ref, u, primaryRead)
 			wantRankErr(t, c.name, err, rank.CodeUnavailable, "")
 			named := false
@@ -149,11 +184,11 @@ func TestProbeNodeFailsInsidePipeline(t *testing.T) {
 		}
 	}
 	// Every node fails the position.lua round: no shard answered, no answer.
-	nd.all, nd.kind, svc.rp.Band = true, store.ReadPositions, 1
+	nd.all, nd.kinds, svc.rp.Band = true, []store.ReadKind{store.ReadPositions}, 1
 	_, err := svc.Member(ctx, ref, "u000", ReadOptions{Consistency: ConsistencyPrimary, AllowPartial: true})
 	wantRankErr(t, "every node down", err, rank.CodeUnavailable, "")
 	// And with the nodes back every standing is whole again.
-	nd.all, nd.kind, svc.rp.Band = false, 0, 0
+	nd.all, nd.kinds, svc.rp.Band = false, nil, 0
 	ms, err := svc.Member(ctx, ref, "u117", primaryRead)
 	if w := want("u117", nil); err != nil || ms.Partial || ms.Position != w.Position || ms.Rank != w.Rank || ms.Members != 240 {
 		t.Fatalf("member u117 = %+v (%v), want %+v", ms, err, w)

@@ -376,16 +376,21 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 	if _, err := svc.Member(ctx, ref, "nobody", o); rank.CodeOf(err) != rank.CodeNotRanked {
 		t.Fatalf("%s absent member: %v, want not_ranked", name, err)
 	}
-	// Around random members with random radii.
-	for k := 0; k < 12 && len(want) > 0; k++ {
-		p := rng.IntN(len(want))
-		r := rng.IntN(6)
-		page, err := svc.Around(ctx, ref, want[p].user, r, o)
-		if err != nil {
-			t.Fatalf("%s around %s: %v", name, want[p].user, err)
+	// Around random members with random radii: natively, then with a band of
+	// two (seek.lua on the shards whose points group holds two or more).
+	for _, band := range []int{0, 2} {
+		svc.rp.Band = band
+		for k := 0; k < 12 && len(want) > 0; k++ {
+			p := rng.IntN(len(want))
+			r := rng.IntN(6)
+			page, err := svc.Around(ctx, ref, want[p].user, r, o)
+			if err != nil {
+				t.Fatalf("%s around %s (band %d): %v", name, want[p].user, band, err)
+			}
+			sameEntries(t, fmt.Sprintf("%s around %s r=%d band %d", name, want[p].user, r, band), page.Entries, want[max(0, p-r):min(len(want), p+r+1)])
 		}
-		sameEntries(t, fmt.Sprintf("%s around %s r=%d", name, want[p].user, r), page.Entries, want[max(0, p-r):min(len(want), p+r+1)])
 	}
+	svc.rp.Band = 0
 	// Lookups of random subsets, with absent users mixed in.
 	for k := 0; k < 5; k++ {
 		var users []string

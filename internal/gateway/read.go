@@ -489,8 +489,12 @@ func (s *Service) around(ctx context.Context, rc *readCtx, user string, radius i
 	first := w.First
 	moreFirst := w.More // members strictly better (points, columns) than the member itself
 	if rc.b.fam.mode == rank.Competition && !sameStanding(entries[0], entries[w.Up]) {
-		// The window starts above the member's standing: count who is ahead of that.
-		if moreFirst, err = s.countBetter(ctx, rc, items[0]); err != nil {
+		// The window starts above the member's standing. When the entry just
+		// before it stands otherwise (or there is none), every member ahead of
+		// the window is strictly better; else count who is ahead of that.
+		if w.Prev == nil || !sameStanding(rc.toEntries([]rank.Item{*w.Prev})[0], entries[0]) {
+			moreFirst = first
+		} else if moreFirst, err = s.countBetter(ctx, rc, items[0]); err != nil {
 			return Page{}, err
 		}
 	}

@@ -60,9 +60,10 @@ type Reader struct {
 	// Band is how many members of a probe's points group a native probe
 	// reads at most (0: store.DefaultBand).
 	Band int
-	// ScriptProbes sends every probe as position.lua (the yardstick's
-	// comparison of the two forms); by default up to NativeProbes go native.
-	ScriptProbes bool
+	// Scripts sends every position probe as position.lua and every
+	// around-me window as seek.lua (the yardstick's comparison of the two
+	// forms); by default probes (up to NativeProbes) and windows go native.
+	Scripts bool
 }
 
 // Board is one read's view of a board: its shard keys (index = shard) and
@@ -470,16 +471,10 @@ const NativeProbes = 4
 func (r *Reader) Probe(ctx context.Context, op string, b *Board, enc rank.Encoding, items []rank.Item) (Standing, []int, error) {
 	probes := make([]store.Probe, len(items))
 	for i, it := range items {
-		p := enc.PointsOf(it.Score)
-		probes[i] = store.Probe{Score: it.Score, Member: it.Member, MoreMin: enc.MinScoreAbove(p), SameMin: enc.MinScoreOf(p)}
-		if enc.Cols != nil {
-			// Strictly better / at least as good on (points, columns).
-			key := enc.Cols.Key(it.Member)
-			probes[i].MoreMember, probes[i].SameMember = rank.BetterKey(key), key
-		}
+		probes[i] = probeOf(enc, it)
 	}
 	kind := store.ReadPlace
-	if r.ScriptProbes || len(items) > NativeProbes {
+	if r.Scripts || len(items) > NativeProbes {
 		kind = store.ReadPositions
 	}
 	reads := make([]store.ShardRead, b.N())
@@ -490,7 +485,10 @@ func (r *Reader) Probe(ctx context.Context, op string, b *Board, enc rank.Encodi
 	if err != nil {
 		return Standing{}, nil, err
 	}
-	if missing, err = r.probeGroups(ctx, op, b, probes, reads, res, missing); err != nil {
+	missing, err = r.scriptAgain(ctx, op, b, reads, res, missing, func(i int) store.ShardRead {
+		return store.ShardRead{Kind: store.ReadPositions, Key: b.Keys[i], Probes: probes}
+	})
+	if err != nil {
 		return Standing{}, nil, err
 	}
 	m := len(items)
@@ -512,10 +510,12 @@ func (r *Reader) Probe(ctx context.Context, op string, b *Board, enc rank.Encodi
 	return st, slices.Compact(missing), nil
 }
 
-// probeGroups re-asks the shards whose native probe came back Open with
-// position.lua and puts the answers in res; with AllowPartial a shard whose
-// second read failed joins missing (its Open reply is not counted).
-func (r *Reader) probeGroups(ctx context.Context, op string, b *Board, probes []store.Probe, reads []store.ShardRead, res []store.ShardReply, missing []int) ([]int, error) {
+// scriptAgain re-asks the shards whose native read came back Open with
+// their script read (script(i) for shard i) in one more fan-out over those
+// shards only, and puts the answers in res. With AllowPartial a shard whose
+// second read failed joins missing (its Open reply is not counted), unless
+// then no shard at all answered.
+func (r *Reader) scriptAgain(ctx context.Context, op string, b *Board, reads []store.ShardRead, res []store.ShardReply, missing []int, script func(i int) store.ShardRead) ([]int, error) {
 	var open []int
 	for i := range res {
 		if res[i].Err == nil && res[i].Open {
@@ -527,7 +527,7 @@ func (r *Reader) probeGroups(ctx context.Context, op string, b *Board, probes []
 	}
 	again := reads[:len(open)]
 	for j, i := range open {
-		again[j] = store.ShardRead{Kind: store.ReadPositions, Key: b.Keys[i], Probes: probes}
+		again[j] = script(i)
 	}
 	res2, missing2, err := r.Fanout(ctx, op+"_group", b, open, again)
 	switch {
@@ -548,34 +548,54 @@ func (r *Reader) probeGroups(ctx context.Context, op string, b *Board, probes []
 // (the member included), the position of the first, and the count of members
 // with strictly more points than the member.
 type Window struct {
-	Items   []rank.Item
-	Up      int // entries before the member
-	First   int64
-	More    int64
+	Items []rank.Item
+	Up    int // entries before the member
+	First int64
+	More  int64
+	// Prev is the entry just before Items[0] in board order (nil at the
+	// head of the board): when its points differ from Items[0]'s, every
+	// member ahead of Items[0] has strictly more points.
+	Prev    *rank.Item
 	Missing []int
 }
 
 // Around reads up to radius entries before and after (score, user) on every
-// shard — one seek per shard (mode around: the member's place is found once)
-// in per-node pipelines — and merges them around the member. user is the
-// stored member (on a family with sort columns, FindOne names it).
+// shard in per-node pipelines and merges them around the member (one more
+// before, for Window.Prev). user is the stored member (on a family with sort
+// columns, FindOne names it). Each shard answers natively (store.ReadWindow:
+// the member's points group and the nearest entries above and below its
+// score); a shard whose points group is too large to read whole is asked
+// again with seek.lua's around mode (the member's place found once by the
+// tie-group binary search).
 func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encoding, score int64, user string, radius int) (Window, error) {
 	n := b.N()
-	a := MoreThan(enc, rank.Item{Score: score, Member: user})
-	a.Mode, a.Score, a.Member, a.Limit = store.SeekAround, score, user, radius
+	it := rank.Item{Score: score, Member: user}
+	a := MoreThan(enc, it)
+	a.Mode, a.Score, a.Member, a.Limit = store.SeekAround, score, user, radius+1
+	script := func(i int) store.ShardRead { return store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i], Seek: a} }
+	place := []store.Probe{probeOf(enc, it)}
 	reads := make([]store.ShardRead, n)
 	for i := range reads {
-		reads[i] = store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i], Seek: a}
+		if r.Scripts {
+			reads[i] = script(i)
+			continue
+		}
+		reads[i] = store.ShardRead{Kind: store.ReadWindow, Key: b.Keys[i], Probes: place, Seek: store.SeekArgs{Limit: radius + 1}, Band: r.Band}
 	}
 	res, missing, err := r.Fanout(ctx, op, b, AllShards(n), reads)
 	if err != nil {
 		return Window{}, err
 	}
+	if missing, err = r.scriptAgain(ctx, op, b, reads, res, missing, script); err != nil {
+		return Window{}, err
+	}
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
 	ups, downs := make([][]rank.Item, 0, n), make([][]rank.Item, 0, n)
 	var p, more int64
 	fetched := 0
 	for i := range res {
-		if res[i].Err != nil {
+		if res[i].Err != nil || res[i].Open {
 			continue // the shard is in missing
 		}
 		s := &res[i].Seek
@@ -588,11 +608,27 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 	if r.Obs != nil {
 		r.Obs.Fetched(op, fetched)
 	}
-	upM := merge.Last(nil, ups, radius, rank.Before)
+	upM := merge.Last(nil, ups, radius+1, rank.Before)
+	var prev *rank.Item
+	if len(upM) > radius {
+		prev, upM = &upM[0], upM[1:]
+	}
 	downM := merge.Merge(nil, downs, radius, rank.Before)
 	items := make([]rank.Item, 0, len(upM)+1+len(downM))
 	items = append(append(append(items, upM...), rank.Item{Score: score, Member: user}), downM...)
-	return Window{Items: items, Up: len(upM), First: p - int64(len(upM)), More: more, Missing: missing}, nil
+	return Window{Items: items, Up: len(upM), First: p - int64(len(upM)), More: more, Prev: prev, Missing: missing}, nil
+}
+
+// probeOf is the position probe of it: its points group, and on a family
+// with sort columns strictly better / at least as good on (points, columns).
+func probeOf(enc rank.Encoding, it rank.Item) store.Probe {
+	p := enc.PointsOf(it.Score)
+	pr := store.Probe{Score: it.Score, Member: it.Member, MoreMin: enc.MinScoreAbove(p), SameMin: enc.MinScoreOf(p)}
+	if enc.Cols != nil {
+		key := enc.Cols.Key(it.Member)
+		pr.MoreMember, pr.SameMember = rank.BetterKey(key), key
+	}
+	return pr
 }
 
 // MoreThan returns seek arguments whose "more" count is the members

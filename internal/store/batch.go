@@ -23,6 +23,7 @@ const (
 	ReadCard                          // ZCARD
 	ReadPlace                         // Probes natively: ZCARD, then per probe ZCOUNT and its points group
 	ReadHash                          // Members: HMGET Key (metadata)
+	ReadWindow                        // around Probes[0] natively: ZCOUNT, its points group, the Seek.Limit nearest above and below
 )
 
 // DefaultBand is how many members of a probe's points group a native
@@ -56,18 +57,25 @@ type ShardReply struct {
 	Stored    []string // ReadScores with Cols: each user's stored member
 	Values    []string // ReadHash: each field's value ("" when absent)
 	N         int64    // ReadCount, ReadCard
-	// Open (ReadPlace): some probe's points group holds Band members or more
-	// on this shard, so Positions is not filled: ask position.lua instead.
+	// Open (ReadPlace, ReadWindow): some probe's points group holds Band
+	// members or more on this shard, so Positions (Seek) is not filled: ask
+	// position.lua (seek.lua) instead.
 	Open bool
 	Err  error
 }
 
 // Commands returns how many Redis commands a read sends: one (a ZREVRANGE,
-// an EVALSHA, a ZMSCORE, a ZCOUNT or a ZCARD), or for a native position
-// probe a ZCARD and two per probe.
+// an EVALSHA, a ZMSCORE, a ZCOUNT or a ZCARD), for a native position probe a
+// ZCARD and two per probe, for a native window two, and two more when it
+// reads entries (Seek.Limit > 0).
 func (r ShardRead) Commands() int {
-	if r.Kind == ReadPlace {
+	switch {
+	case r.Kind == ReadPlace:
 		return 1 + 2*len(r.Probes)
+	case r.Kind == ReadWindow && r.Seek.Limit > 0:
+		return 4
+	case r.Kind == ReadWindow:
+		return 2
 	}
 	return 1
 }
@@ -112,15 +120,19 @@ func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool,
 	defer cancel()
 	c, ro := s.reader(replica)
 	cmds := make([]redis.Cmder, len(reads))
-	var places [][]redis.Cmder // ReadPlace: its commands, the first in cmds
+	var multi [][]redis.Cmder // ReadPlace, ReadWindow: their commands, the first in cmds
 	pipe := c.Pipeline()
 	for i := range reads {
-		if reads[i].Kind == ReadPlace {
-			if places == nil {
-				places = make([][]redis.Cmder, len(reads))
+		if k := reads[i].Kind; k == ReadPlace || k == ReadWindow {
+			if multi == nil {
+				multi = make([][]redis.Cmder, len(reads))
 			}
-			places[i] = queuePlace(ctx, pipe, &reads[i])
-			cmds[i] = places[i][0]
+			if k == ReadPlace {
+				multi[i] = queuePlace(ctx, pipe, &reads[i])
+			} else {
+				multi[i] = queueWindow(ctx, pipe, &reads[i])
+			}
+			cmds[i] = multi[i][0]
 			continue
 		}
 		cmds[i] = s.queueRead(ctx, pipe, &reads[i], ro)
@@ -128,8 +140,12 @@ func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool,
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
 	for i := range reads {
 		r := &reads[i]
-		if r.Kind == ReadPlace {
-			out[i] = s.parsePlace(r, places[i])
+		switch r.Kind {
+		case ReadPlace:
+			out[i] = s.parsePlace(r, multi[i])
+			continue
+		case ReadWindow:
+			out[i] = s.parseWindow(r, multi[i])
 			continue
 		}
 		cmd := cmds[i]
@@ -367,6 +383,126 @@ func positionArgs(probes []Probe) []any {
 		args = append(args, fmtScore(p.Score), p.Member, fmtScore(p.MoreMin), fmtScore(p.SameMin), p.MoreMember, p.SameMember)
 	}
 	return args
+}
+
+// queueWindow queues a native around-me read of one shard (ReadWindow): the
+// count of strictly more points (ZCOUNT MoreMin +inf), the member's points
+// group [SameMin, MoreMin−1] (at most Band of it), and — when Seek.Limit > 0 —
+// the Limit entries just above its score and the Limit just below it.
+func queueWindow(ctx context.Context, p redis.Pipeliner, r *ShardRead) []redis.Cmder {
+	pr := r.Probes[0]
+	cmds := make([]redis.Cmder, 0, 4)
+	cmds = append(cmds,
+		p.ZCount(ctx, r.Key, fmtScore(pr.MoreMin), "+inf"),
+		p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: fmtScore(pr.SameMin), Stop: fmtScore(pr.MoreMin - 1),
+			ByScore: true, Count: r.band()}))
+	if r.Seek.Limit > 0 {
+		lim, s := int64(r.Seek.Limit), "("+fmtScore(pr.Score)
+		cmds = append(cmds,
+			p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: s, Stop: "+inf", ByScore: true, Count: lim}),
+			p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: s, Stop: "-inf", ByScore: true, Rev: true, Count: lim}))
+	}
+	return cmds
+}
+
+// parseWindow builds what seek.lua's around mode answers from a native
+// window read (its more: members with score ≥ MoreMin, and with MoreMember
+// set — sort columns — those of the points group above (Score,
+// MoreMember) too): the entries just before (s, m) in board order are the
+// nearest ones with a higher score, then the members of its score with
+// greater bytes; the entries just after are the members of its score with
+// smaller bytes, then the nearest with a lower score. Open (nothing else
+// filled) when the points group filled the band: the score's own members
+// may not all have been read.
+func (s *Store) parseWindow(r *ShardRead, cmds []redis.Cmder) ShardReply {
+	var out ShardReply
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			out.Err = s.fail("seek", err)
+			return out
+		}
+	}
+	pr, lim := r.Probes[0], r.Seek.Limit
+	if pr.SameMin > pr.Score || pr.Score >= pr.MoreMin {
+		out.Err = fmt.Errorf("seek around: native window needs SameMin ≤ Score < MoreMin, got %d ≤ %d < %d", pr.SameMin, pr.Score, pr.MoreMin)
+		return out
+	}
+	more := cmds[0].(*redis.IntCmd).Val()
+	group := cmds[1].(*redis.ZSliceCmd).Val()
+	if int64(len(group)) >= r.band() {
+		return ShardReply{Open: true}
+	}
+	ahead, better := more, more
+	var tieAbove, tieBelow []rank.Item // pr.Score's members after / before pr.Member in bytes, ascending
+	for _, z := range group {
+		sc, ok := rank.FromFloat(z.Score)
+		if !ok {
+			out.Err = fmt.Errorf("seek around: score %v is not an integer within ±2^53", z.Score)
+			return out
+		}
+		m, _ := z.Member.(string)
+		if pr.MoreMember != "" && (sc > pr.Score || sc == pr.Score && m > pr.MoreMember) {
+			better++ // a family with sort columns: strictly better on (points, columns)
+		}
+		switch {
+		case sc > pr.Score:
+			ahead++
+		case sc == pr.Score && m > pr.Member:
+			ahead++
+			tieAbove = append(tieAbove, rank.Item{Score: sc, Member: m})
+		case sc == pr.Score && m < pr.Member:
+			tieBelow = append(tieBelow, rank.Item{Score: sc, Member: m})
+		}
+	}
+	var up, down []rank.Item // nearest first
+	if lim > 0 {
+		var err error
+		if up, err = zItems(cmds[2].(*redis.ZSliceCmd).Val()); err == nil {
+			down, err = zItems(cmds[3].(*redis.ZSliceCmd).Val())
+		}
+		if err != nil {
+			out.Err = fmt.Errorf("seek around: %w", err)
+			return out
+		}
+	}
+	// Board order before the member: up farthest first, then tieAbove
+	// (bytes descending); keep the last lim. After it: tieBelow (bytes
+	// descending), then down; keep the first lim.
+	before := make([]rank.Item, 0, len(up)+len(tieAbove))
+	for i := len(up) - 1; i >= 0; i-- {
+		before = append(before, up[i])
+	}
+	for i := len(tieAbove) - 1; i >= 0; i-- {
+		before = append(before, tieAbove[i])
+	}
+	before = before[max(0, len(before)-lim):]
+	items := make([]rank.Item, 0, len(before)+lim)
+	items = append(items, before...)
+	for i := len(tieBelow) - 1; i >= 0 && len(items) < len(before)+lim; i-- {
+		items = append(items, tieBelow[i])
+	}
+	for _, it := range down {
+		if len(items) == len(before)+lim {
+			break
+		}
+		items = append(items, it)
+	}
+	out.Seek = SeekResult{Start: ahead - int64(len(before)), More: better, Items: items, Before: len(before)}
+	return out
+}
+
+// zItems converts a ZRANGE … WITHSCORES reply, in its order.
+func zItems(zs []redis.Z) ([]rank.Item, error) {
+	out := make([]rank.Item, len(zs))
+	for i, z := range zs {
+		sc, ok := rank.FromFloat(z.Score)
+		if !ok {
+			return nil, fmt.Errorf("score %v is not an integer within ±2^53", z.Score)
+		}
+		m, _ := z.Member.(string)
+		out[i] = rank.Item{Score: sc, Member: m}
+	}
+	return out, nil
 }
 
 // parseZSlice turns a ZREVRANGE … WITHSCORES reply into a seek result from

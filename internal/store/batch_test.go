@@ -234,3 +234,110 @@ func TestNativeProbeMatchesScript(t *testing.T) {
 		t.Fatal("a probe with Score ≥ MoreMin was answered")
 	}
 }
+
+// TestNativeWindowMatchesScript: a native around-me read (ReadWindow: the
+// points group and the nearest entries above and below the score) answers
+// exactly what seek.lua's around mode answers — start, more, the entries
+// before and after — for present and absent members, equal scores, several
+// radii, or says Open exactly when the points group fills the band.
+func TestNativeWindowMatchesScript(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxT(t, 20*time.Second)
+	key := e.layout.ZKey(shard.Board{Family: "window", Period: "all", DimType: shard.National}, 0, 1)
+	var zs []redis.Z
+	score := map[string]int64{}
+	for j := 0; j < 60; j++ {
+		m := fmt.Sprintf("m%03d", (j*37)%60)
+		s := int64(j%4)*10 + int64(j%3)
+		if j%11 == 0 {
+			s = -25
+		}
+		zs = append(zs, redis.Z{Score: float64(s), Member: m})
+		score[m] = s
+	}
+	if err := e.c.ZAdd(ctx, key, zs...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	probe := func(s int64, m string, b int64) store.Probe {
+		if b == 0 {
+			return store.Probe{Score: s, Member: m, MoreMin: s + 1, SameMin: s}
+		}
+		lo := s - ((s%b)+b)%b
+		return store.Probe{Score: s, Member: m, MoreMin: lo + b, SameMin: lo}
+	}
+	var probes []store.Probe
+	for _, b := range []int64{0, 10} {
+		for m, s := range score {
+			probes = append(probes, probe(s, m, b))
+			if b == 0 { // sort columns: more counts those above (s, a better member key)
+				p := probe(s, m, b)
+				p.MoreMember = m + "~"
+				probes = append(probes, p)
+			}
+		}
+		for _, s := range []int64{-30, -25, 0, 1, 11, 21, 32, 99} {
+			for _, m := range []string{"", "m030", "m0305", "zz"} {
+				probes = append(probes, probe(s, m, b))
+			}
+		}
+	}
+	groupSize := func(p store.Probe) int {
+		n := 0
+		for _, s := range score {
+			if s >= p.SameMin && s < p.MoreMin {
+				n++
+			}
+		}
+		return n
+	}
+	opened, compared := 0, 0
+	for _, band := range []int{1, 3, 0} {
+		for _, radius := range []int{0, 1, 2, 5, 70} {
+			reads := make([]store.ShardRead, len(probes))
+			for i, p := range probes {
+				reads[i] = store.ShardRead{Kind: store.ReadWindow, Key: key, Probes: []store.Probe{p}, Seek: store.SeekArgs{Limit: radius}, Band: band}
+			}
+			out := make([]store.ShardReply, len(reads))
+			e.s.ReadShards(ctx, reads, false, out)
+			limit := band
+			if limit == 0 {
+				limit = store.DefaultBand
+			}
+			for i, p := range probes {
+				if out[i].Err != nil {
+					t.Fatalf("band %d radius %d probe %+v: %v", band, radius, p, out[i].Err)
+				}
+				if open := groupSize(p) >= limit; out[i].Open != open {
+					t.Fatalf("band %d probe %+v: open %v, want %v", band, p, out[i].Open, open)
+				}
+				if out[i].Open {
+					opened++
+					if out[i].Seek.Items != nil || out[i].Seek.Start != 0 {
+						t.Fatalf("band %d: an open reply claims a window %+v", band, out[i].Seek)
+					}
+					continue
+				}
+				a := store.SeekArgs{Mode: store.SeekAround, Score: p.Score, Member: p.Member, Limit: radius, MoreMin: &p.MoreMin}
+				if p.MoreMember != "" {
+					a.MoreMin, a.MoreMember = &p.Score, p.MoreMember
+				}
+				want, err := e.s.Seek(ctx, key, a, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := out[i].Seek
+				if len(got.Items) == 0 && len(want.Items) == 0 {
+					got.Items, want.Items = nil, nil
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("band %d radius %d probe %+v:\n native %+v\n script %+v", band, radius, p, got, want)
+				}
+				compared++
+			}
+		}
+	}
+	if opened == 0 || compared == 0 {
+		t.Fatalf("%d open and %d compared windows: want both", opened, compared)
+	}
+}

@@ -215,6 +215,8 @@ func measurements(o options, hc *http.Client, rc redis.UniversalClient, st *stor
 		{"flat_rank", "(e) one sorted set: ZREVRANK + ZSCORE pipelined", flatRank(rc, flat, o.members)},
 		{"plan16_rank", "(e) read plan without HTTP, 16 shards: home score, native position probes", planRank(st, b16, o.members, false)},
 		{"plan16_rank_lua", "(e) read plan without HTTP, 16 shards: home score, position.lua probes", planRank(st, b16, o.members, true)},
+		{"plan16_around", "(f) read plan without HTTP, 16 shards: around-me, native windows", planAround(st, b16, o.members, o.radius, false)},
+		{"plan16_around_lua", "(f) read plan without HTTP, 16 shards: around-me, seek.lua windows", planAround(st, b16, o.members, o.radius, true)},
 		{"gw1_top", "(f) gateway, 1 shard: uncached Top-100 over HTTP", top(o.fam1)},
 		{"gw1_rank", "(f) gateway, 1 shard: rank and points over HTTP", memberURL(o.fam1, "?consistency=primary")},
 		{"gw16_around", "(f) gateway, 16 shards: around-me over HTTP", memberURL(o.fam16, around)},
@@ -294,6 +296,7 @@ func printRatios(rates map[string][]float64) {
 		{"rank, 1 shard over HTTP ÷ ZREVRANK+ZSCORE direct", "gw1_rank", "flat_rank", 0},
 		{"rank, 16 shards, read plan without HTTP ÷ ZREVRANK+ZSCORE direct", "plan16_rank", "flat_rank", 0},
 		{"rank, 16 shards, read plan: native probes ÷ position.lua probes", "plan16_rank", "plan16_rank_lua", 0},
+		{"around-me, 16 shards, read plan: native windows ÷ seek.lua windows", "plan16_around", "plan16_around_lua", 0},
 	} {
 		n, d := rates[q.num], rates[q.den]
 		if len(n) == 0 || len(d) == 0 {
@@ -493,7 +496,7 @@ func flatRank(rc redis.UniversalClient, key string, members int) op {
 // without HTTP: the home score, then position probes on every shard —
 // natively, or as position.lua on every shard (script).
 func planRank(st *store.Store, b board, members int, script bool) op {
-	rp := &readplan.Reader{Backend: st, Timeout: 2 * time.Second, ScriptProbes: script}
+	rp := &readplan.Reader{Backend: st, Timeout: 2 * time.Second, Scripts: script}
 	pb := &readplan.Board{Keys: b.keys}
 	mode := rank.Competition
 	return func(ctx context.Context, r *rand.Rand) error {
@@ -508,6 +511,28 @@ func planRank(st *store.Store, b board, members int, script bool) op {
 		}
 		if st.Card != int64(members) || st.RankOf(mode, 0) < 1 {
 			return fmt.Errorf("%s: rank %d of %d", m, st.RankOf(mode, 0), st.Card)
+		}
+		return nil
+	}
+}
+
+// planAround is around-me through the read plan without HTTP: the home
+// score, then a window on every shard — native, or seek.lua (script).
+func planAround(st *store.Store, b board, members, radius int, script bool) op {
+	rp := &readplan.Reader{Backend: st, Timeout: 2 * time.Second, Scripts: script}
+	pb := &readplan.Board{Keys: b.keys}
+	return func(ctx context.Context, r *rand.Rand) error {
+		m := member(r.IntN(members))
+		sc, found, err := rp.Score(ctx, pb, shard.Of(m, len(b.keys)), m)
+		if err != nil || !found {
+			return fmt.Errorf("score of %s: found %v, %w", m, found, err)
+		}
+		w, err := rp.Around(ctx, "around", pb, b.enc, sc, m, radius)
+		if err != nil {
+			return err
+		}
+		if len(w.Items) < radius+1 || w.Items[w.Up].Member != m {
+			return fmt.Errorf("around %s: %d entries, %d up", m, len(w.Items), w.Up)
 		}
 		return nil
 	}
