@@ -412,3 +412,45 @@ func TestRemoveMemberWithColumns(t *testing.T) {
 		t.Fatalf("u1's columns after the removal: %+v, want laps 1", got[1])
 	}
 }
+
+// A family of projections: a removal takes no upstream version, so the
+// upstream's next version puts the member back with its total (both modes);
+// a replay of the removed version stays stale.
+func TestRemoveProjectedMember(t *testing.T) {
+	t.Parallel()
+	const fams = `  course:
+    source: projection
+    period: all
+    dimensions:
+      national: {shards: 2}
+`
+	for _, m := range modes() {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			svc, _ := moderationService(t, m.ledger, fams)
+			ctx := context.Background()
+			ref := BoardRef{Family: "course", Period: "current", Dimension: "national"}
+			for _, p := range []struct {
+				user    string
+				version int64
+				points  int64
+			}{{"u1", 1, 40}, {"u1", 2, 50}, {"u2", 1, 45}} {
+				if _, err := svc.Project(ctx, ref, p.user, Projection{Version: p.version, Points: p.points}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if res, err := svc.RemoveMember(ctx, ref, "u1", moderator); err != nil || res.Points != 50 {
+				t.Fatalf("remove: %+v %v", res, err)
+			}
+			wantTop(t, svc, ref, []userPts{{"u2", 45}})
+			if res, err := svc.Project(ctx, ref, "u1", Projection{Version: 2, Points: 50}); err != nil || res.Applied {
+				t.Fatalf("replay of the removed version: %+v %v, want not applied", res, err)
+			}
+			wantTop(t, svc, ref, []userPts{{"u2", 45}})
+			if res, err := svc.Project(ctx, ref, "u1", Projection{Version: 3, Points: 7}); err != nil || !res.Applied {
+				t.Fatalf("the upstream's next version: %+v %v, want applied", res, err)
+			}
+			wantTop(t, svc, ref, []userPts{{"u2", 45}, {"u1", 7}})
+		})
+	}
+}
