@@ -249,12 +249,9 @@ func (g *group) run(ctx context.Context, tx txq) error {
 		it.result.Err = g.compute(it, cur, need)
 	}
 	// 5. The seq ranges (the last lock: held to COMMIT, so seqs follow
-	// commit order) and 6. the writes, in one round trip.
-	if err := g.write(ctx, tx, cur, need); err != nil {
-		return err
-	}
-	// 7. The answers of duplicates: the member's totals after the group.
-	return g.answerDuplicates(ctx, tx)
+	// commit order), 6. the writes and 7. the answers of duplicates (the
+	// member's totals after the group), in one round trip.
+	return g.write(ctx, tx, cur, need)
 }
 
 // reset starts an attempt: it clears the items' per-attempt state and
@@ -304,29 +301,59 @@ func (g *group) settle(inserted map[string]bool, states map[periodKey]string, cu
 	return nil
 }
 
-// answerDuplicates answers the duplicates (of a recorded event, or of an
-// earlier item of the group) with the member's totals after the group.
-func (g *group) answerDuplicates(ctx context.Context, tx txq) error {
+// queueDuplicates queues the answers of the duplicates (of a recorded event,
+// or of an earlier item of the group): the totals of the stored event's
+// member on the boards the duplicate names, read after the group's writes.
+// Once the batch ran, found tells which items got their stored event.
+func (g *group) queueDuplicates(b *pgx.Batch) (found []bool) {
+	type place struct{ item, board int }
+	var ids, boards []string
+	var at []place
+	found = make([]bool, len(g.items))
 	for i := range g.items {
 		it := &g.items[i]
-		switch {
-		case it.refused != nil:
-		case it.dupOf >= 0:
+		if it.refused != nil || (it.dupOf < 0 && it.inserted) {
+			continue
+		}
+		if it.dupOf >= 0 {
 			if first := &g.items[it.dupOf]; first.result.Err != nil {
 				it.result.Err = first.result.Err
+				found[i] = true
 				continue
 			}
-			fallthrough
-		case !it.inserted:
-			w := &writer{tx: tx, ev: it.ev, r: it.r}
-			out, err := w.duplicateOr(ctx, nil)
-			if err != nil {
-				return err
-			}
-			it.result = GroupResult{Outcome: out}
 		}
+		bs := make([]BoardTotal, len(it.ev.Boards))
+		for j, bd := range it.ev.Boards {
+			bs[j] = BoardTotal{Board: bd, Seq: -1} // absent unless read
+			ids, boards, at = append(ids, it.ev.EventID), append(boards, bd), append(at, place{i, j})
+		}
+		it.result = GroupResult{Outcome: Outcome{Duplicate: true, Boards: bs}}
 	}
-	return nil
+	if len(ids) == 0 {
+		return found
+	}
+	var n int64
+	var t BoardTotal
+	var points, version, seq *int64
+	var present *bool
+	b.Queue(`SELECT u.n, t.points, t.version, t.seq, t.present
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, board, n)
+		CROSS JOIN LATERAL (SELECT family, period, member FROM events e WHERE e.event_id = u.id) AS e
+		LEFT JOIN LATERAL (SELECT points, version, seq, present FROM totals t WHERE t.family = e.family
+			AND t.period = e.period AND t.board = u.board AND t.member = e.member) AS t ON true`, ids, boards).Query(func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&n, &points, &version, &seq, &present}, func() error {
+			p := at[n-1]
+			found[p.item] = true
+			t = BoardTotal{Board: boards[n-1], Seq: -1}
+			if points != nil {
+				t.Points, t.Version, t.Seq, t.Present = *points, *version, *seq, *present
+			}
+			g.items[p.item].result.Outcome.Boards[p.board] = t
+			return nil
+		})
+		return err
+	})
+	return found
 }
 
 // queueInsertEvents queues the insert of the first item of each id, in id
@@ -627,9 +654,15 @@ func (g *group) write(ctx context.Context, tx txq, cur map[totalsKey]gRow, need 
 			return r.Scan(&g.pending)
 		})
 	}
+	found := g.queueDuplicates(b)
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("ledger: writing a group of %d events: %w", len(g.items), err)
+		}
+	}
+	for i := range g.items {
+		if it := &g.items[i]; it.result.Outcome.Duplicate && !found[i] {
+			return fmt.Errorf("ledger: reading event %s: missing", it.ev.EventID)
 		}
 	}
 	if err := g.checkSeqCapacity(); err != nil {
