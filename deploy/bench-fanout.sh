@@ -7,11 +7,13 @@
 #   (a) gateway, uncached Top-100, 16 shards        (b) naive goroutine-per-shard fan-out
 #   (c) naive fan-out in one cluster pipeline        (d) one sorted set, ZREVRANGE
 #   (e) rank: gateway 16 shards vs ZREVRANK+ZSCORE   (f) gateway on the 1-shard board
-# and prints req/s per round and the ratios against the goals; then the cache level across 3
+# plus rank and around-me through the read plan without HTTP, native and with the Lua scripts;
+# the measurements of a round take turns in 10 short slices (the same machine load for each).
+# It prints req/s per round and the ratios against the goals; then the cache level across 3
 # gateways (ports GATEWAY_PORT..+2 without cache_shared, +3..+5 with it): fan-outs per TTL
-# of one hot cached Top-100.
+# of one hot cached Top-100; then INFO commandstats per read (100 calls of each).
 #
-#   make bench-fanout                          # 1M members, 2 rounds, 5 s each (≈ 3-4 min)
+#   make bench-fanout                          # 1M members, 2 rounds, 5 s each (≈ 4-5 min)
 #   MEMBERS=100000 ROUNDS=1 make bench-fanout  # quick look
 #   BENCH_PORT=7210 GATEWAY_PORT=18200 WORKERS=8 DURATION=5s KEEP=1 make bench-fanout
 #
