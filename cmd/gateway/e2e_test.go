@@ -89,6 +89,19 @@ const e2eFamilies = `  learning:
     rank: competition
     dimensions:
       national: {shards: 1}
+  race:
+    source: events
+    aggregate: max
+    period: all
+    tie: member
+    rank: competition
+    max_points: 1000000
+    cache_ttl: 1s
+    columns:
+      - {name: time_ms, order: asc, max: 86400000}
+      - {name: kills, order: desc, max: 999}
+    dimensions:
+      national: {shards: 4}
 `
 
 // gw is one running gateway.
