@@ -188,9 +188,18 @@ type PeriodInfo struct {
 
 // FamilyInfo is one configured family.
 type FamilyInfo struct {
-	Name       string   `json:"name"`
-	Period     string   `json:"period"`
-	Dimensions []string `json:"dimensions"`
+	Name       string       `json:"name"`
+	Period     string       `json:"period"`
+	Dimensions []string     `json:"dimensions"`
+	Columns    []ColumnInfo `json:"columns,omitempty"`
+}
+
+// ColumnInfo is one sort column of a family.
+type ColumnInfo struct {
+	Name      string `json:"name"`
+	Order     string `json:"order"` // asc | desc
+	Max       int64  `json:"max"`
+	Aggregate string `json:"aggregate,omitempty"`
 }
 
 // PeriodDetail is a period's state (administration).

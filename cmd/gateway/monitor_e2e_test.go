@@ -34,6 +34,11 @@ func TestE2EMonitorAndStatusPage(t *testing.T) {
 			Name       string   `json:"name"`
 			Period     string   `json:"period"`
 			Dimensions []string `json:"dimensions"`
+			Columns    []struct {
+				Name  string `json:"name"`
+				Order string `json:"order"`
+				Max   int64  `json:"max"`
+			} `json:"columns"`
 		} `json:"families"`
 	}
 	g.ok(t, "GET", "/v1/families", nil, &fams)
@@ -43,9 +48,12 @@ func TestE2EMonitorAndStatusPage(t *testing.T) {
 		if f.Name == "learning" && (f.Period != "week" || strings.Join(f.Dimensions, ",") != "national,class,province") {
 			t.Errorf("learning listed as %+v", f)
 		}
+		if f.Name == "race" && (len(f.Columns) != 2 || f.Columns[0].Name != "time_ms" || f.Columns[0].Order != "asc" || f.Columns[1].Max != 999) {
+			t.Errorf("race listed as %+v", f)
+		}
 	}
-	if strings.Join(names, ",") != "course,game,learning" {
-		t.Errorf("families %v, want course, game, learning", names)
+	if strings.Join(names, ",") != "course,game,learning,race" {
+		t.Errorf("families %v, want course, game, learning, race", names)
 	}
 
 	if r := g.do(t, "GET", "/ui", nil); r.status != http.StatusMovedPermanently || r.header.Get("Location") != "/ui/" {

@@ -13,6 +13,16 @@ type FamilyInfo struct {
 	Period string `json:"period"`
 	// Dimensions are the family's dimension types, "national" first.
 	Dimensions []string `json:"dimensions"`
+	// Columns are the sort columns after points (none: omitted).
+	Columns []ColumnInfo `json:"columns,omitempty"`
+}
+
+// ColumnInfo is one sort column as GET /v1/families lists it.
+type ColumnInfo struct {
+	Name      string `json:"name"`
+	Order     string `json:"order"`
+	Max       int64  `json:"max"`
+	Aggregate string `json:"aggregate,omitempty"` // sum families only
 }
 
 // FamilyList answers GET /v1/families.
@@ -42,7 +52,15 @@ func ConfigFamilies(cfg *config.Config) func() []FamilyInfo {
 			continue
 		}
 		dims := append([]string{"national"}, f.DimensionTypes...)
-		list = append(list, FamilyInfo{Name: name, Period: f.Period, Dimensions: dims})
+		fi := FamilyInfo{Name: name, Period: f.Period, Dimensions: dims}
+		for _, c := range f.RankColumns() {
+			ci := ColumnInfo{Name: c.Name, Order: config.OrderDesc, Max: c.Max, Aggregate: c.Agg}
+			if c.Asc {
+				ci.Order = config.OrderAsc
+			}
+			fi.Columns = append(fi.Columns, ci)
+		}
+		list = append(list, fi)
 	}
 	return func() []FamilyInfo { return list }
 }
