@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,7 +61,10 @@ type partition struct {
 	name string
 	// failover: Redis is expected to promote the victim's replica.
 	failover bool
-	run      func(t *testing.T, lab *netLab, victim string)
+	// run calls cut once the first cut is in place: the fault's time
+	// (the ip commands themselves take a while on a loaded machine, and a
+	// request that succeeds meanwhile is no recovery).
+	run func(t *testing.T, lab *netLab, victim string, cut func())
 }
 
 func partitions() []partition {
@@ -73,12 +77,13 @@ func partitions() []partition {
 		}
 		return out
 	}
-	blockAll := func(t *testing.T, lab *netLab, a string, bs []string, d time.Duration) {
+	blockAll := func(t *testing.T, lab *netLab, a string, bs []string, d time.Duration, cut func()) {
 		for _, b := range bs {
 			if err := lab.block(a, b); err != nil {
 				t.Fatal(err)
 			}
 		}
+		cut()
 		time.Sleep(d)
 		for _, b := range bs {
 			if err := lab.unblock(a, b); err != nil {
@@ -88,30 +93,33 @@ func partitions() []partition {
 	}
 	return []partition{
 		{name: "11a master isolated from everything 4s (> node timeout), healed", failover: true,
-			run: func(t *testing.T, lab *netLab, victim string) {
+			run: func(t *testing.T, lab *netLab, victim string, cut func()) {
 				if err := lab.isolate(victim); err != nil {
 					t.Fatal(err)
 				}
+				cut()
 				time.Sleep(4 * time.Second)
 				if err := lab.rejoin(victim); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "11b master reachable by gateway A only, 4s, healed", failover: true,
-			run: func(t *testing.T, lab *netLab, victim string) {
-				blockAll(t, lab, victim, append(others(victim), nsGwB), 4*time.Second)
+			run: func(t *testing.T, lab *netLab, victim string, cut func()) {
+				blockAll(t, lab, victim, append(others(victim), nsGwB), 4*time.Second, cut)
 			}},
 		{name: "11c gateway A cut off from one master, 3s, healed",
-			run: func(t *testing.T, lab *netLab, victim string) {
-				blockAll(t, lab, victim, []string{nsGwA}, 3*time.Second)
+			run: func(t *testing.T, lab *netLab, victim string, cut func()) {
+				blockAll(t, lab, victim, []string{nsGwA}, 3*time.Second, cut)
 			}},
 		{name: "11d master's links flapping (cut/heal every 500ms for 20s)", failover: false,
-			run: func(t *testing.T, lab *netLab, victim string) {
+			run: func(t *testing.T, lab *netLab, victim string, cut func()) {
 				end := time.Now().Add(20 * time.Second)
+				var once sync.Once
 				for time.Now().Before(end) {
 					if err := lab.isolate(victim); err != nil {
 						t.Fatal(err)
 					}
+					once.Do(cut)
 					time.Sleep(500 * time.Millisecond)
 					if err := lab.rejoin(victim); err != nil {
 						t.Fatal(err)
@@ -176,10 +184,11 @@ func TestPartitions(t *testing.T) {
 		for j, m := range runs {
 			maps[j] = m.s.watchMap(t0, tp, victimPort) // gateway A's client
 		}
-		p.run(t, lab, victim)
+		var tCut time.Time
+		p.run(t, lab, victim, func() { tCut = time.Now() })
 		tHeal := time.Now()
 		for j, m := range runs {
-			if !waitFor(20*time.Second, func() bool { return m.l.recovered(t0, affected[j]) }) {
+			if !waitFor(20*time.Second, func() bool { return m.l.recovered(tCut, affected[j]) }) {
 				t.Errorf("%s, %s: no affected write or read succeeded within 20s of the heal", p.name, m.s.mode())
 			}
 		}
@@ -196,12 +205,12 @@ func TestPartitions(t *testing.T) {
 		for j, m := range runs {
 			m.l.finish(t)
 			maps[j].stop()
-			w, r := m.l.outageOf(true, t0, affected[j]), m.l.outageOf(false, t0, affected[j])
+			w, r := m.l.outageOf(true, tCut, affected[j]), m.l.outageOf(false, tCut, affected[j])
 			prev := m.last
 			m.last = runAudit(t, m.s, m.l)
 			cn := m.l.counts()
 			t.Log(resultLine(p.name, m.s.mode(), w, r,
-				fmt.Sprintf("fault_at=%s victim=%d healed=+%s redis=[%s] gateway_A_map_moved=%s attempts=%d/%d failed lost_in_this_partition=%d audit=%s", t0.Format("15:04:05.000"), victimPort,
+				fmt.Sprintf("fault_at=%s cut_in_place=+%s victim=%d healed=+%s redis=[%s] gateway_A_map_moved=%s attempts=%d/%d failed lost_in_this_partition=%d audit=%s", t0.Format("15:04:05.000"), tCut.Sub(t0).Round(time.Millisecond), victimPort,
 					tHeal.Sub(t0).Round(10*time.Millisecond), tl, maps[j], cn.writes+cn.reads, cn.writeErrs+cn.readErrs,
 					m.last.lostEvents-prev.lostEvents, m.last)))
 			// Redis-only without WAIT: a read below the acknowledged sum

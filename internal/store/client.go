@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
@@ -102,10 +103,15 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 		ClusterStateReloadInterval: o.ReloadInterval,
 		ReadOnly:                   o.ReadOnly, RouteByLatency: o.ReadOnly,
 	})
+	slotsTimeout := o.ReadTimeout
+	if slotsTimeout <= 0 || slotsTimeout > maxSlotsTimeout {
+		slotsTimeout = maxSlotsTimeout
+	}
 	c.OnNewNode(func(node *redis.Client) {
 		// Traced per node, not per cluster command: a span is a round trip.
 		tracing(node, o.TracerProvider)
-		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: node.Options().Addr})
+		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: node.Options().Addr,
+			failedAt: new(atomic.Int64), slotsTimeout: slotsTimeout})
 		node.AddHook(waitHook{addr: node.Options().Addr})
 	})
 	return c, nil
@@ -136,21 +142,67 @@ func isClusterNode(c *redis.Client, o ClientOptions) (bool, error) {
 // reloadOnDialError asks the cluster client for a (coalesced, lazy) slot-map
 // reload whenever dialling a node fails, so a dead master's slots move to its
 // promoted replica within one reload rather than one ReloadInterval.
+//
+// It also keeps a failing node from holding up the reload itself: go-redis
+// asks the nodes for CLUSTER SLOTS one after another in random order, with no
+// deadline of its own and one reload at a time, so a hung or partitioned
+// node it happens to ask first cost up to its pool timeout (read timeout +
+// 1 s, all its connections stuck) or dial timeout before the next node was
+// asked — measured by internal/faults: the client moved a victim's slots
+// 1.4–2 s after the promotion. A node whose command timed out or whose dial
+// failed within the last slotsSkip is not asked (the reload goes on to the
+// next node at once), and any node's CLUSTER SLOTS is bounded by
+// slotsTimeout.
 type reloadOnDialError struct {
 	cluster *redis.ClusterClient
 	log     *slog.Logger
 	addr    string
+	// failedAt: when a command to this node last timed out or a dial to it
+	// failed (unix ns; 0: never).
+	failedAt     *atomic.Int64
+	slotsTimeout time.Duration
 }
+
+// slotsSkip: how long after a timeout or a failed dial a node is left out of
+// slot-map reloads; maxSlotsTimeout bounds one node's CLUSTER SLOTS during a
+// reload (the read timeout when it is shorter).
+const (
+	slotsSkip       = time.Second
+	maxSlotsTimeout = 500 * time.Millisecond
+)
 
 func (h reloadOnDialError) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
+			h.failedAt.Store(time.Now().UnixNano())
 			h.log.Warn("redis dial failed; reloading slot map", "addr", addr, "err", err)
 			h.cluster.ReloadState(context.WithoutCancel(ctx))
 		}
 		return conn, err
 	}
+}
+
+// slotMapQuery: the command go-redis reloads the slot map with.
+func slotMapQuery(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return cmd.Name() == "cluster" && len(args) > 1 && strings.EqualFold(fmt.Sprint(args[1]), "slots")
+}
+
+// querySlots runs a slot-map query, unless the node failed just now.
+func (h reloadOnDialError) querySlots(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder) error {
+	if at := h.failedAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < slotsSkip {
+		err := fmt.Errorf("redis %s: not asked for the slot map: it failed %s ago", h.addr, time.Since(time.Unix(0, at)).Round(time.Millisecond))
+		cmd.SetErr(err)
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.slotsTimeout)
+	defer cancel()
+	err := next(ctx, cmd)
+	if timedOut(err) {
+		h.failedAt.Store(time.Now().UnixNano())
+	}
+	return err
 }
 
 // ProcessHook also reloads after a timeout or CLUSTERDOWN: a stopped or
@@ -160,6 +212,10 @@ func (h reloadOnDialError) DialHook(next redis.DialHook) redis.DialHook {
 // promotion).
 func (h reloadOnDialError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if slotMapQuery(cmd) {
+			// Not followed by a reload of its own: it is part of one.
+			return h.querySlots(ctx, next, cmd)
+		}
 		err := next(ctx, cmd)
 		h.maybeReload(ctx, err)
 		return err
@@ -178,10 +234,19 @@ func (h reloadOnDialError) maybeReload(ctx context.Context, err error) {
 	if err == nil || errors.Is(err, redis.Nil) {
 		return
 	}
-	var ne net.Error
-	if (errors.As(err, &ne) && ne.Timeout()) || redis.HasErrorPrefix(err, "CLUSTERDOWN") {
+	timeout := timedOut(err)
+	if timeout {
+		h.failedAt.Store(time.Now().UnixNano())
+	}
+	if timeout || redis.HasErrorPrefix(err, "CLUSTERDOWN") {
 		h.cluster.ReloadState(context.WithoutCancel(ctx))
 	}
+}
+
+// timedOut: a network timeout (a hung or unreachable node).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // ForEachMaster runs fn on every master of a cluster (in parallel), or on

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// hungNode accepts connections and reads whatever is sent, never answering
+// (a stopped or partitioned Redis node); it returns its address and what it
+// has received so far.
+func hungNode(t *testing.T) (string, func() string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got strings.Builder
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() {
+				buf := make([]byte, 512)
+				for {
+					n, err := c.Read(buf)
+					mu.Lock()
+					got.Write(buf[:n])
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return l.Addr().String(), func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return got.String()
+	}
+}
+
+// hooked is a one-connection client of addr with the cluster node hook.
+func hooked(t *testing.T, addr string, readTimeout time.Duration) *redis.Client {
+	t.Helper()
+	// The cluster client only receives reload requests: nothing listens there.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, DialTimeout: 100 * time.Millisecond})
+	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout, PoolSize: 1, ContextTimeoutEnabled: true,
+		MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	c.AddHook(reloadOnDialError{cluster: cc, log: slog.New(slog.DiscardHandler), addr: addr,
+		failedAt: new(atomic.Int64), slotsTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close(); _ = cc.Close() })
+	return c
+}
+
+// TestSlotMapReloadPassesAHungNode: go-redis reloads the slot map by asking
+// one node after another with no deadline of its own. A hung node must
+// neither hold the reload for its pool timeout (every connection stuck) nor
+// be asked again right after it timed out.
+func TestSlotMapReloadPassesAHungNode(t *testing.T) {
+	t.Parallel()
+	addr, received := hungNode(t)
+
+	// Its one connection is stuck in a command: the slot-map query ends at
+	// its own deadline, not after go-redis's pool timeout (read timeout +
+	// 1 s), and then the node is left out.
+	c := hooked(t, addr, 5*time.Second)
+	stuck := make(chan error, 1)
+	go func() { stuck <- c.Ping(context.Background()).Err() }()
+	for i := 0; received() == ""; i++ { // its handshake (HELLO), then PING
+		if i == 100 {
+			t.Fatalf("the hung node received %q", received())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	err := c.ClusterSlots(context.Background()).Err()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slot-map query of a node whose connections are stuck: %v; want its own deadline (not %v)", err, redis.ErrPoolTimeout)
+	}
+	err = c.ClusterSlots(context.Background()).Err()
+	if err == nil || !strings.Contains(err.Error(), "not asked for the slot map") {
+		t.Fatalf("slot-map query right after that node timed out: %v; want it skipped", err)
+	}
+
+	// A command that timed out (not a slot-map query) marks the node too.
+	d := hooked(t, addr, 100*time.Millisecond)
+	if err := d.Get(context.Background(), "k").Err(); err == nil {
+		t.Fatal("GET on a hung node answered")
+	}
+	before := strings.Count(received(), "slots")
+	err = d.ClusterSlots(context.Background()).Err()
+	if err == nil || !strings.Contains(err.Error(), "not asked for the slot map") {
+		t.Fatalf("slot-map query after a timed-out GET: %v; want it skipped", err)
+	}
+	if after := strings.Count(received(), "slots"); after != before {
+		t.Errorf("the skipped node received CLUSTER SLOTS anyway (%d → %d)", before, after)
+	}
+	_ = c.Close()
+	<-stuck
+}
