@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/rankgate/rankgate/client"
 	"github.com/rankgate/rankgate/internal/apitest"
 	"github.com/rankgate/rankgate/internal/ledger"
 	"github.com/rankgate/rankgate/internal/testpg"
@@ -140,4 +142,60 @@ func TestModerationLedgerHTTP(t *testing.T) {
 	g.wantErr(t, "GET", lb("national")+"/members/mod2/history?cursor="+next, nil, 400, "invalid_cursor", "cursor")
 	g.wantErr(t, "GET", lb("national")+"/members/mod1/history?limit=1001", nil, 400, "invalid_argument", "limit")
 	g.wantErr(t, "GET", lb("national")+"/members/mod1/history?cursor="+strings.Repeat("A", 40), nil, 400, "invalid_cursor", "cursor")
+}
+
+// The Go client's moderation calls against the whole stack in ledger mode,
+// every exchange checked against the contract.
+func TestClientModeration(t *testing.T) {
+	t.Parallel()
+	l, err := ledger.Open(context.Background(), testpg.DSN(t), ledger.Options{Schema: testpg.Schema(t), MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	stack := teststack.New(t, teststack.Options{Families: e2eFamilies, Ledger: l})
+	srv := httptest.NewServer(stack.Handler)
+	t.Cleanup(srv.Close)
+	checker, err := apitest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker.Require(t, 7)
+	c, err := client.New(srv.URL, client.WithHTTPClient(&http.Client{Transport: checker.Transport(nil)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, d := range []int64{12, 8} {
+		if _, err := c.PostEvent(ctx, client.Event{EventID: fmt.Sprintf("c%d", i), Family: "learning", User: "cl1", Delta: client.Int(d)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nat := client.Board{Family: "learning", Period: "current", Dimension: "national"}
+	if r, err := c.RemoveMember(ctx, nat, "cl1", client.Removal{Operator: "ops@x", Reason: "test"}); err != nil || !r.Removed || r.Points != 20 {
+		t.Fatalf("RemoveMember: %+v %v", r, err)
+	}
+	if _, err := c.RemoveMember(ctx, nat, "cl1", client.Removal{Operator: "ops@x", Reason: "test"}); client.Code(err) != "not_ranked" {
+		t.Fatalf("RemoveMember again: %v, want not_ranked", err)
+	}
+	h, err := c.MemberHistory(ctx, nat, "cl1", 2, "")
+	if err != nil || len(h.Events) != 2 || h.Events[0].Kind != "removal" || h.Events[0].PointsBefore != 20 || h.NextCursor == "" {
+		t.Fatalf("MemberHistory: %+v %v", h, err)
+	}
+	if h, err = c.MemberHistory(ctx, nat, "cl1", 2, h.NextCursor); err != nil || len(h.Events) != 1 || h.Events[0].EventID != "c0" {
+		t.Fatalf("MemberHistory page 2: %+v %v", h, err)
+	}
+	b, err := c.PutBan(ctx, "cl2", client.BanRequest{Operator: "ops@x", Reason: "bot"})
+	if err != nil || b.User != "cl2" || len(b.Families) != 0 || b.Removed == nil {
+		t.Fatalf("PutBan: %+v %v", b, err)
+	}
+	if _, err := c.PostEvent(ctx, client.Event{EventID: "c9", Family: "learning", User: "cl2", Delta: client.Int(1)}); client.Code(err) != "member_banned" {
+		t.Fatalf("event of a banned member: %v", err)
+	}
+	if list, err := c.Bans(ctx); err != nil || len(list.Bans) != 1 || list.Bans[0].Operator != "ops@x" {
+		t.Fatalf("Bans: %+v %v", list, err)
+	}
+	if lifted, err := c.DeleteBan(ctx, "cl2"); err != nil || lifted.User != "cl2" || lifted.Reason != "bot" {
+		t.Fatalf("DeleteBan: %+v %v", lifted, err)
+	}
 }
