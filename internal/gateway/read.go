@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/rankgate/rankgate/internal/rank"
@@ -130,7 +131,7 @@ func (s *Service) Top(ctx context.Context, ref BoardRef, limit int, o ReadOption
 	if err != nil {
 		return Page{}, err
 	}
-	return serve(ctx, s, rc, "top", ConsistencyCached, func() string { return cacheKey(rc, "top", itoa(limit)) },
+	return serve(ctx, s, rc, "top", ConsistencyCached, func() string { return cacheKey(rc, "top", strconv.Itoa(limit)) },
 		func(ctx context.Context, rc *readCtx) (Page, error) {
 			items, _, _, err := s.seekAll(ctx, rc, "top", store.SeekArgs{Mode: store.SeekTop}, limit)
 			if err != nil {
@@ -232,7 +233,7 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 	}
 	if q.HasOffset && q.Offset > s.cfg.Limits.MaxOffset {
 		return Page{}, &rank.Error{Code: rank.CodeOffsetTooDeep, Field: "offset",
-			Message: "offset must be ≤ " + itoa(s.cfg.Limits.MaxOffset) + "; use cursor pages to go deeper"}
+			Message: "offset must be ≤ " + strconv.Itoa(s.cfg.Limits.MaxOffset) + "; use cursor pages to go deeper"}
 	}
 	rc, err := s.startRead(ctx, ref, o)
 	if err != nil {
@@ -244,7 +245,7 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 	scope := "entries\x00" + rc.b.name()
 	if q.HasOffset {
 		return serve(ctx, s, rc, "entries_offset", ConsistencyCached,
-			func() string { return cacheKey(rc, "offset", itoa(q.Offset), itoa(q.Limit)) },
+			func() string { return cacheKey(rc, "offset", strconv.Itoa(q.Offset), strconv.Itoa(q.Limit)) },
 			func(ctx context.Context, rc *readCtx) (Page, error) {
 				want := q.Offset + q.Limit
 				items, _, _, err := s.seekAll(ctx, rc, "entries_offset", store.SeekArgs{Mode: store.SeekTop}, want)
@@ -269,7 +270,7 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 		a.Mode, a.Score, a.Member = store.SeekAfter, c.Score, c.Member
 	}
 	return serve(ctx, s, rc, "entries_cursor", ConsistencyCached,
-		func() string { return cacheKey(rc, "cursor", q.Cursor, itoa(q.Limit)) },
+		func() string { return cacheKey(rc, "cursor", q.Cursor, strconv.Itoa(q.Limit)) },
 		func(ctx context.Context, rc *readCtx) (Page, error) {
 			return s.keysetPage(ctx, rc, "entries_cursor", scope, a, cur, q.Limit)
 		})
@@ -314,7 +315,7 @@ func (s *Service) Range(ctx context.Context, ref BoardRef, q RangeQuery, o ReadO
 	if !ok {
 		return s.finishPage(ctx, rc, "range", []rank.Entry{}, "")
 	}
-	scope := "range\x00" + rc.b.name() + "\x00" + itoa64(q.Min) + "\x00" + itoa64(q.Max)
+	scope := "range\x00" + rc.b.name() + "\x00" + strconv.FormatInt(q.Min, 10) + "\x00" + strconv.FormatInt(q.Max, 10)
 	a := store.SeekArgs{Mode: store.SeekLE, Score: hi, StopMin: &lo}
 	var cur *cursor
 	if q.Cursor != "" {
@@ -327,7 +328,9 @@ func (s *Service) Range(ctx context.Context, ref BoardRef, q RangeQuery, o ReadO
 		a.Mode, a.Score, a.Member, a.StopMin = store.SeekAfter, c.Score, c.Member, &lo
 	}
 	return serve(ctx, s, rc, "range", ConsistencyCached,
-		func() string { return cacheKey(rc, "range", itoa64(q.Min), itoa64(q.Max), q.Cursor, itoa(q.Limit)) },
+		func() string {
+			return cacheKey(rc, "range", strconv.FormatInt(q.Min, 10), strconv.FormatInt(q.Max, 10), q.Cursor, strconv.Itoa(q.Limit))
+		},
 		func(ctx context.Context, rc *readCtx) (Page, error) {
 			return s.keysetPage(ctx, rc, "range", scope, a, cur, q.Limit)
 		})
@@ -354,7 +357,7 @@ func (s *Service) Count(ctx context.Context, ref BoardRef, minP, maxP int64, o R
 		return Count{}, err
 	}
 	lo, hi, ok := s.band(rc.b.fam.enc, minP, maxP)
-	return serve(ctx, s, rc, "count", ConsistencyCached, func() string { return cacheKey(rc, "count", itoa64(minP), itoa64(maxP)) },
+	return serve(ctx, s, rc, "count", ConsistencyCached, func() string { return cacheKey(rc, "count", strconv.FormatInt(minP, 10), strconv.FormatInt(maxP, 10)) },
 		func(ctx context.Context, rc *readCtx) (Count, error) {
 			if !ok {
 				return Count{ReadMeta: rc.meta}, nil
@@ -470,7 +473,7 @@ func (s *Service) Around(ctx context.Context, ref BoardRef, user string, radius 
 	if err != nil {
 		return Page{}, err
 	}
-	return serve(ctx, s, rc, "around", ConsistencyPrimary, func() string { return cacheKey(rc, "around", user, itoa(radius)) },
+	return serve(ctx, s, rc, "around", ConsistencyPrimary, func() string { return cacheKey(rc, "around", user, strconv.Itoa(radius)) },
 		func(ctx context.Context, rc *readCtx) (Page, error) { return s.around(ctx, rc, user, radius) })
 }
 
@@ -529,7 +532,7 @@ func (s *Service) Lookup(ctx context.Context, ref BoardRef, users []string, o Re
 	uniq := users[:0:0]
 	for i, u := range users {
 		if !rank.ValidMember(u) {
-			return Page{}, rank.Invalid("users["+itoa(i)+"]", "user must match [A-Za-z0-9_.@-]{1,64}")
+			return Page{}, rank.Invalid("users["+strconv.Itoa(i)+"]", "user must match [A-Za-z0-9_.@-]{1,64}")
 		}
 		if _, dup := seen[u]; !dup {
 			seen[u] = struct{}{}

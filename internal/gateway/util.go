@@ -3,15 +3,10 @@ package gateway
 import (
 	"sync"
 
-	"strconv"
-
 	"github.com/rankgate/rankgate/internal/merge"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
 )
-
-func itoa(v int) string     { return strconv.Itoa(v) }
-func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
 
 func shardOf(member string, n int) int { return shard.Of(member, n) }
 

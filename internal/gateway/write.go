@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -479,7 +480,7 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 		return EventResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is frozen; the event is kept for review", p.period.ID, p.fam.cfg.Name)
 	case outOfRange > 0:
 		return EventResult{}, &rank.Error{Code: rank.CodeOutOfRange, Field: "delta",
-			Message: "points would leave ±max_points (" + itoa64(p.fam.enc.MaxPoints) + ") on " + itoa(outOfRange) + " board(s)"}
+			Message: "points would leave ±max_points (" + strconv.FormatInt(p.fam.enc.MaxPoints, 10) + ") on " + strconv.Itoa(outOfRange) + " board(s)"}
 	case notReversible > 0:
 		return EventResult{}, rank.Invalid("reverses", "event %s is itself a reversal and cannot be reversed", p.ev.Reverses)
 	case unknown == len(rs):
@@ -678,7 +679,7 @@ func (s *Service) checkMetadata(md json.RawMessage) error {
 	}
 	if len(md) > MaxMetadata {
 		return &rank.Error{Code: rank.CodeTooLarge, Field: "metadata",
-			Message: "metadata must be a JSON object of at most " + itoa(MaxMetadata) + " bytes; got " + itoa(len(md))}
+			Message: "metadata must be a JSON object of at most " + strconv.Itoa(MaxMetadata) + " bytes; got " + strconv.Itoa(len(md))}
 	}
 	var obj map[string]json.RawMessage
 	if md[0] != '{' || json.Unmarshal(md, &obj) != nil {
