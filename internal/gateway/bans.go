@@ -218,8 +218,10 @@ func (s *Service) sweepBanned(ctx context.Context, ban Ban) ([]BoardPoints, erro
 	for _, name := range names {
 		f := s.families[name]
 		p := f.spec.At(s.now())
-		if s.checkOpenFor(ctx, f, p) != nil {
+		if err := s.checkOpenFor(ctx, f, p); rank.CodeOf(err) == rank.CodePeriodClosed {
 			continue // a closed period keeps its standings
+		} else if err != nil {
+			return nil, err
 		}
 		got, err := s.removeMember(ctx, f, p, ban.User, nil, ban.Operator, "ban: "+ban.Reason)
 		if err != nil {
