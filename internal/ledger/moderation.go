@@ -87,20 +87,10 @@ func normalizeRemoval(ev Event) (Event, error) {
 	case ev.Delta != nil || ev.Value != nil || ev.Reverses != "":
 		return bad("a removal carries no delta, value or reverses")
 	}
-	seen := map[string]bool{}
-	for _, b := range ev.Boards {
-		if b == "" || seen[b] {
-			return bad("boards must be distinct and non-empty")
-		}
-		seen[b] = true
+	if !distinctBoards(ev.Boards) {
+		return bad("boards must be distinct and non-empty")
 	}
-	if ev.ReceivedAt.IsZero() {
-		ev.ReceivedAt = time.Now()
-	}
-	if ev.OccurredAt.IsZero() {
-		ev.OccurredAt = ev.ReceivedAt
-	}
-	return ev, nil
+	return withTimes(ev), nil
 }
 
 // remove is the write path of removals.

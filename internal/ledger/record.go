@@ -204,20 +204,35 @@ func normalize(ev Event, r Rules, projection bool) (Event, error) {
 	if len(ev.Boards) == 0 && ev.Kind != KindReversal {
 		return bad("boards are required")
 	}
-	seen := make(map[string]bool, len(ev.Boards))
-	for _, b := range ev.Boards {
+	if !distinctBoards(ev.Boards) {
+		return bad("boards must be distinct and non-empty")
+	}
+	return withTimes(ev), nil
+}
+
+// distinctBoards reports whether boards are non-empty and distinct (every
+// kind of event names each board once).
+func distinctBoards(boards []string) bool {
+	seen := make(map[string]bool, len(boards))
+	for _, b := range boards {
 		if b == "" || seen[b] {
-			return bad("boards must be distinct and non-empty")
+			return false
 		}
 		seen[b] = true
 	}
+	return true
+}
+
+// withTimes fills a missing receive time with now and a missing occurrence
+// time with the receive time.
+func withTimes(ev Event) Event {
 	if ev.ReceivedAt.IsZero() {
 		ev.ReceivedAt = time.Now()
 	}
 	if ev.OccurredAt.IsZero() {
 		ev.OccurredAt = ev.ReceivedAt
 	}
-	return ev, nil
+	return ev
 }
 
 // totalsRow is a member's totals row on one board.
