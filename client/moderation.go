@@ -9,6 +9,9 @@ import (
 )
 
 // Moderation (scope admin) and score history (scope read, ledger mode).
+// The answer types below deliberately mirror internal/gateway's moderation.go
+// and bans.go, as client/types.go mirrors the rest (see there): a client must
+// not import the server's internal packages; api/openapi.yaml is the contract.
 
 // Removal is the body of RemoveMember: who removes and why.
 type Removal struct {

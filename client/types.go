@@ -1,7 +1,8 @@
 package client
 
 // The answer types below deliberately mirror the gateway's wire types
-// (internal/gateway types.go, settle.go, lifecycle.go, layout.go): a client
+// (internal/gateway types.go, settle.go, lifecycle.go, layout.go; moderation.go
+// and bans.go are mirrored in client/moderation.go): a client
 // must not import the server's internal packages, and the one source of truth
 // for both is api/openapi.yaml, against which the e2e tests check every
 // exchange — so a drift on either side fails a test rather than hiding here.

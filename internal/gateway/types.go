@@ -1,7 +1,8 @@
 package gateway
 
-// The JSON answer types here (and in settle.go, lifecycle.go, layout.go) are
-// mirrored on purpose by the Go client's client/types.go, which must not
+// The JSON answer types here (and in settle.go, lifecycle.go, layout.go,
+// moderation.go, bans.go) are mirrored on purpose by the Go client's
+// client/types.go and client/moderation.go, which must not
 // import internal packages; api/openapi.yaml is the contract both follow, and
 // the e2e tests check every exchange against it.
 
