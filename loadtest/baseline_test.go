@@ -63,19 +63,16 @@ families:
 	return path
 }
 
-// TestRunBaselineOnCluster runs the load tool end to end without a gateway:
-// a direct prefill of 300 members into the real cluster, then a closed-loop
-// baseline phase of reads and writes through NewBaseline's store and the
-// gateway's read plan. Every request must succeed and the national board
-// must hold exactly the prefilled members.
-func TestRunBaselineOnCluster(t *testing.T) {
-	t.Parallel()
-	cfg := baselineConfig(t)
+// runBaseline runs the load tool on cfg's cluster without a gateway: a direct
+// prefill of 300 members of family, then a 2 s closed-loop baseline phase of
+// every operation; it answers the baseline's result file.
+func runBaseline(t *testing.T, cfg, family string) Result {
+	t.Helper()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	err := run(ctx, []string{"-config", cfg, "-family", "learning", "-period", "all", "-members", "300",
+	err := run(ctx, []string{"-config", cfg, "-family", family, "-period", "all", "-members", "300",
 		"-provinces", "3", "-classes", "0", "-prefill", "300", "-prefill-direct", "-prefill-batch", "100",
 		"-baseline", "-mode", "closed", "-workers", "2", "-duration", "2s", "-pause", "0",
 		"-mix", "event=20,batch=2,top=40,member=14,around=8,page=8,lookup=8",
@@ -91,6 +88,18 @@ func TestRunBaselineOnCluster(t *testing.T) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// TestRunBaselineOnCluster runs the load tool end to end without a gateway:
+// a direct prefill of 300 members into the real cluster, then a closed-loop
+// baseline phase of reads and writes through NewBaseline's store and the
+// gateway's read plan. Every request must succeed and the national board
+// must hold exactly the prefilled members.
+func TestRunBaselineOnCluster(t *testing.T) {
+	t.Parallel()
+	cfg := baselineConfig(t)
+	r := runBaseline(t, cfg, "learning")
 	if r.Prefill == nil || r.Prefill.Events != 300 || r.Prefill.Failed != 0 {
 		t.Errorf("prefill = %+v, want 300 events, none failed", r.Prefill)
 	}
@@ -120,26 +129,7 @@ func TestRunBaselineOnCluster(t *testing.T) {
 func TestRunBaselineColumnsOnCluster(t *testing.T) {
 	t.Parallel()
 	cfg := baselineConfig(t)
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	err := run(ctx, []string{"-config", cfg, "-family", "race", "-period", "all", "-members", "300",
-		"-provinces", "3", "-classes", "0", "-prefill", "300", "-prefill-direct", "-prefill-batch", "100",
-		"-baseline", "-mode", "closed", "-workers", "2", "-duration", "2s", "-pause", "0",
-		"-mix", "event=20,batch=2,top=40,member=14,around=8,page=8,lookup=8",
-		"-out", out, "-no-plots", "-quiet"}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	data, err := os.ReadFile(filepath.Join(out, "baseline.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Result
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := runBaseline(t, cfg, "race")
 	if r.Prefill == nil || r.Prefill.Events != 300 || r.Prefill.Failed != 0 || r.NationalMembers != 300 {
 		t.Errorf("prefill = %+v, national members %d, want 300 events, none failed, 300 members", r.Prefill, r.NationalMembers)
 	}
@@ -153,6 +143,8 @@ func TestRunBaselineColumnsOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	cols := gcfg.Families["race"].Encoding().Cols
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testcluster.Addrs(t)})
 	defer c.Close()
 	layout := shard.Layout{Prefix: gcfg.Redis.Prefix}
