@@ -71,16 +71,8 @@ func hexWidth(v int64) int { return len(strconv.FormatInt(v, 16)) }
 // Width returns the hex width of column i.
 func (c *Columns) Width(i int) int { return c.widths[i] }
 
-// SeqWidth is the width of the seq part (0 under tie member).
-func (c *Columns) SeqWidth() int { return c.seqW }
-
 // PrefixLen is the length of everything before the user id.
 func (c *Columns) PrefixLen() int { return c.colW + c.seqW }
-
-// BytesPerMember is what the columns add to one member's sorted-set entry
-// (the column and seq part of the stored member); the per-shard hash holds
-// that prefix once more beside the user id.
-func (c *Columns) BytesPerMember() int { return c.PrefixLen() }
 
 // Check refuses values outside [0, Max] (out_of_range, naming the column).
 func (c *Columns) Check(values []int64) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/monitor"
+	"github.com/rankgate/rankgate/internal/store"
 )
 
 // commandStats runs n calls of each measurement, one after another, with the
@@ -25,7 +26,7 @@ func commandStats(ctx context.Context, rc redis.UniversalClient, ms []measuremen
 	fmt.Println("| --- | --- | --- |")
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, m := range ms {
-		if err := forEachMaster(ctx, rc, func(c *redis.Client) error { return c.ConfigResetStat(ctx).Err() }); err != nil {
+		if err := store.ForEachMaster(ctx, rc, func(ctx context.Context, c *redis.Client) error { return c.ConfigResetStat(ctx).Err() }); err != nil {
 			return err
 		}
 		for range n {
@@ -35,7 +36,7 @@ func commandStats(ctx context.Context, rc redis.UniversalClient, ms []measuremen
 		}
 		var mu sync.Mutex
 		sum := map[string]monitor.CommandStat{}
-		err := forEachMaster(ctx, rc, func(c *redis.Client) error {
+		err := store.ForEachMaster(ctx, rc, func(ctx context.Context, c *redis.Client) error {
 			info, err := c.InfoMap(ctx, "commandstats").Result()
 			if err != nil {
 				return err
@@ -67,15 +68,4 @@ func commandStats(ctx context.Context, rc redis.UniversalClient, ms []measuremen
 		fmt.Printf("| %s | %s | %.1f |\n", m.name, strings.Join(parts, ", "), float64(usec)/float64(n))
 	}
 	return nil
-}
-
-// forEachMaster runs fn on every master (the one node when standalone).
-func forEachMaster(ctx context.Context, rc redis.UniversalClient, fn func(*redis.Client) error) error {
-	switch c := rc.(type) {
-	case *redis.ClusterClient:
-		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return fn(n) })
-	case *redis.Client:
-		return fn(c)
-	}
-	return fmt.Errorf("commandstats: client %T", rc)
 }
