@@ -87,7 +87,7 @@ func (s *Service) derive(ctx context.Context, f *family, periodID string) (Deriv
 		t, v, _ := shard.ParseDimension(d)
 		n := own[t]
 		dst := f.board(periodID, t, v)
-		counts, _, _, err := fanout(ctx, s, "derive", n, false, func(ctx context.Context, i int) (int64, error) {
+		counts, err := fanout(ctx, s, "derive", n, func(ctx context.Context, i int) (int64, error) {
 			srcs := make([]string, len(inputs))
 			for j, in := range inputs {
 				srcs[j] = s.layout.ZKey(in.board(periodID, t, v), i, n)

@@ -43,7 +43,7 @@ func (s *Service) Boards(ctx context.Context, familyName, periodID string) (Boar
 		if err != nil {
 			continue // a dimension the config no longer declares
 		}
-		counts, _, _, err := fanout(ctx, s, "card", b.n, false, func(ctx context.Context, i int) (int64, error) {
+		counts, err := fanout(ctx, s, "card", b.n, func(ctx context.Context, i int) (int64, error) {
 			return s.lifeBE.Card(ctx, s.layout.ZKey(b.b, i, b.n), false)
 		})
 		if err != nil {
@@ -140,7 +140,7 @@ func (s *Service) Layout(ctx context.Context, familyName, periodID string) (Layo
 				return Layout{}, err
 			}
 			type got struct{ members, memory int64 }
-			res, _, _, err := fanout(ctx, s, "layout", b.n, false, func(ctx context.Context, i int) (got, error) {
+			res, err := fanout(ctx, s, "layout", b.n, func(ctx context.Context, i int) (got, error) {
 				k := s.layout.ZKey(b.b, i, b.n)
 				n, err := s.lifeBE.Card(ctx, k, false)
 				if err != nil {

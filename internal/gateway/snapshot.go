@@ -79,7 +79,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, ref BoardRef, depth int, t
 	}
 	now := s.now()
 	id := fmt.Sprintf("%dx%xx%s", depth, now.UnixMilli(), hex.EncodeToString(rnd[:]))
-	res, _, _, err := fanout(ctx, s, "snapshot", b.n, false, func(ctx context.Context, i int) (int64, error) {
+	res, err := fanout(ctx, s, "snapshot", b.n, func(ctx context.Context, i int) (int64, error) {
 		k := s.layout.Keys(b.b, i, b.n)
 		return s.lifeBE.Snapshot(ctx, k.Z, k.Snapshot(id), k.SnapshotMarker(id), depth, ttl)
 	})
@@ -128,7 +128,7 @@ func (s *Service) snapshotPage(ctx context.Context, rc *readCtx, q PageQuery) (P
 		fetched += len(lists[i])
 	}
 	s.m.fetched.WithLabelValues("snapshot_page").Add(float64(fetched))
-	items := mergeItems(lists, want)
+	items := readplan.MergeInto(make([]rank.Item, 0, want), lists, want)
 	entries := rc.toEntries(items)
 	rank.FillRanks(entries, 0, 0, rc.b.fam.mode)
 	entries = entries[min(q.Offset, len(entries)):]

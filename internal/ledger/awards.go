@@ -153,7 +153,7 @@ type AwardBody struct {
 func (l *Ledger) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error) {
 	var out []Delivery
 	err := l.withConn(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT kind, key, body, attempts FROM (
+		rows, err := c.Query(ctx, `SELECT kind, key, body, attempts, created_at, family, period, board, member, rank, points FROM (
 				SELECT 'award' AS kind, idempotency_key AS key, NULL::jsonb AS body, attempts, next_attempt_at, created_at,
 					family, period, board, member, rank, points
 				FROM award_outbox WHERE state = 'pending' AND next_attempt_at <= $1
@@ -167,28 +167,23 @@ func (l *Ledger) DueDeliveries(ctx context.Context, now time.Time, limit int) ([
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Delivery, error) {
 			var d Delivery
 			var body []byte
-			err := row.Scan(&d.Kind, &d.Key, &body, &d.Attempts)
+			var b AwardBody
+			if err := row.Scan(&d.Kind, &d.Key, &body, &d.Attempts, &b.CreatedAt,
+				&b.Family, &b.Period, &b.Board, &b.User, &b.Rank, &b.Points); err != nil {
+				return d, err
+			}
 			d.Body = body
-			return d, err
+			if d.Kind == "award" { // award bodies are built from the row (one shape for every award)
+				b.Type, b.IdempotencyKey, b.CreatedAt = "award", d.Key, b.CreatedAt.UTC()
+				var err error
+				if d.Body, err = json.Marshal(b); err != nil {
+					return d, err
+				}
+			}
+			return d, nil
 		})
 		if err != nil {
 			return err
-		}
-		// Award bodies are built from the row (one shape for every award).
-		for i := range out {
-			if out[i].Kind != "award" {
-				continue
-			}
-			var b AwardBody
-			err := c.QueryRow(ctx, `SELECT family, period, board, member, rank, points, created_at FROM award_outbox WHERE idempotency_key = $1`,
-				out[i].Key).Scan(&b.Family, &b.Period, &b.Board, &b.User, &b.Rank, &b.Points, &b.CreatedAt)
-			if err != nil {
-				return err
-			}
-			b.Type, b.IdempotencyKey, b.CreatedAt = "award", out[i].Key, b.CreatedAt.UTC()
-			if out[i].Body, err = json.Marshal(b); err != nil {
-				return err
-			}
 		}
 		return nil
 	})

@@ -356,34 +356,6 @@ func (r *Reader) Score(ctx context.Context, b *Board, home int, user string) (sc
 	return out[0].Scores[0], out[0].Found[0], nil
 }
 
-// Scores reads the stored scores of members grouped by home shard
-// (byShard[i] lists shard i's members), one ZMSCORE per shard that has any.
-// found[i][k] says whether byShard[i][k] is on the board.
-func (r *Reader) Scores(ctx context.Context, op string, b *Board, byShard [][]string) (scores [][]int64, found [][]bool, missing []int, err error) {
-	var shards []int
-	var reads []store.ShardRead
-	for i, ms := range byShard {
-		if len(ms) > 0 {
-			shards = append(shards, i)
-			reads = append(reads, store.ShardRead{Kind: store.ReadScores, Key: b.Keys[i], Members: ms})
-		}
-	}
-	scores, found = make([][]int64, len(byShard)), make([][]bool, len(byShard))
-	if len(reads) == 0 {
-		return scores, found, nil, nil
-	}
-	res, missing, err := r.Fanout(ctx, op, b, shards, reads)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	for j, i := range shards {
-		if res[j].Err == nil {
-			scores[i], found[i] = res[j].Scores, res[j].Found
-		}
-	}
-	return scores, found, missing, nil
-}
-
 // Find reads members' stored items grouped by home shard (byShard[i] lists
 // shard i's users), one read per shard that has any: ZMSCORE, or on a family
 // with sort columns (b.Cols) members.lua, which also names each user's

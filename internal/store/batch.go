@@ -508,16 +508,11 @@ func zItems(zs []redis.Z) ([]rank.Item, error) {
 // parseZSlice turns a ZREVRANGE … WITHSCORES reply into a seek result from
 // the head of the shard (no count asked: More is -1, as seek.lua answers).
 func parseZSlice(zs []redis.Z) (SeekResult, error) {
-	r := SeekResult{More: -1, Items: make([]rank.Item, len(zs))}
-	for i, z := range zs {
-		sc, ok := rank.FromFloat(z.Score)
-		if !ok {
-			return SeekResult{}, fmt.Errorf("seek: score %v is not an integer within ±2^53", z.Score)
-		}
-		m, _ := z.Member.(string)
-		r.Items[i] = rank.Item{Score: sc, Member: m}
+	items, err := zItems(zs)
+	if err != nil {
+		return SeekResult{}, fmt.Errorf("seek: %w", err)
 	}
-	return r, nil
+	return SeekResult{More: -1, Items: items}, nil
 }
 
 func parseSeek(v any) (SeekResult, error) {
