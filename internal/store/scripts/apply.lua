@@ -51,10 +51,7 @@ set_metadata(KEYS[4], member, ARGV[11])
 -- [| e<removal epoch> once a moderator removed the member (remove.lua)]
 local before = -1
 if P ~= nil then before = curSeq end
-local epoch = redis.call('HGET', ev, '#rm:' .. member)
-local tag = ''
-if epoch then tag = '|e' .. epoch end
-redis.call('HSET', ev, id, fmt(newP - (P or 0)) .. '|' .. fmt(before) .. '|' .. fmt(seq) .. tag)
+redis.call('HSET', ev, id, fmt(newP - (P or 0)) .. '|' .. fmt(before) .. '|' .. fmt(seq) .. removal_tag(ev, member))
 -- '#n:<member>' counts the member's live (applied, not reversed) changes on
 -- this shard when there are two or more; a present member without it has
 -- exactly one (most members of a big board pay nothing). A field starting

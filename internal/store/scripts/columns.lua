@@ -99,9 +99,7 @@ local function place(p, vals, s, meta_json)
   local score = fmt(p)
   redis.call('ZADD', z, score, np .. user)
   redis.call('HSET', colsk, user, np)
-  if meta_json ~= nil then
-    if meta_json ~= '' then redis.call('HSET', md, user, meta_json) else redis.call('HDEL', md, user) end
-  end
+  if meta_json ~= nil then set_metadata(md, user, meta_json) end
   return score, np
 end
 
@@ -176,10 +174,7 @@ if op == 'apply' then
   if P ~= nil then before = curSeq end
   -- record: applied delta | seq before | seq after | prefix before | prefix after
   -- [| e<removal epoch> once a moderator removed the member (remove.lua)]
-  local epoch = redis.call('HGET', ev, '#rm:' .. user)
-  local tag = ''
-  if epoch then tag = '|e' .. epoch end
-  redis.call('HSET', ev, id, fmt(newP - (P or 0)) .. '|' .. fmt(before) .. '|' .. fmt(seq) .. '|' .. (prefix or '') .. '|' .. np .. tag)
+  redis.call('HSET', ev, id, fmt(newP - (P or 0)) .. '|' .. fmt(before) .. '|' .. fmt(seq) .. '|' .. (prefix or '') .. '|' .. np .. removal_tag(ev, user))
   -- '#n:<user>' counts live changes when there are two or more (apply.lua).
   if P ~= nil then
     local f = '#n:' .. user
@@ -194,16 +189,13 @@ local rec = redis.call('HGET', ev, oid)
 if not rec then return {'unknown', cur or '', cur or ''} end
 if string.sub(rec, 1, 2) == 'R|' then return replay(ev, oid, 'reversed', cur) end
 local d, sb, sa, pb, pa, tail = string.match(rec, '^(-?%d+)|(-?%d+)|(-?%d+)|([0-9a-f]*)|([0-9a-f]*)(.*)$')
-local recEpoch = 0
-if d and tail ~= '' then
-  recEpoch = tonumber(string.match(tail, '^|e(%d+)$') or '')
-  if not recEpoch then d = nil end
-end
+local recEpoch = d and record_epoch(tail)
+if not recEpoch then d = nil end
 if not d then return {'notreversible', cur or '', cur or ''} end
 d, sb, sa = tonumber(d), tonumber(sb), tonumber(sa)
 -- A moderator removed the member after the original (remove.lua): the
 -- member started afresh; the reversal is recorded and changes nothing.
-if tonumber(redis.call('HGET', ev, '#rm:' .. user) or '0') > recEpoch then
+if removed_since(ev, user, recEpoch) then
   touch_meta(meta, ARGV[9], ARGV[10])
   redis.call('HSET', ev, oid, 'R|' .. rec)
   redis.call('HSET', ev, id, '0|-1|-1|r:' .. oid)

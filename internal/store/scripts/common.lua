@@ -136,3 +136,27 @@ local function set_metadata(md, member, json)
     redis.call('HDEL', md, member)
   end
 end
+
+-- Removal epochs (remove.lua counts a member's removals in the ev hash as
+-- '#rm:<member>'). An event record written after a removal ends in
+-- '|e<epoch>'; a reversal of a record older than the latest removal changes
+-- nothing (the member started afresh).
+
+-- removal_tag: the tail to append to a new event record ('' before any removal).
+local function removal_tag(ev, member)
+  local epoch = redis.call('HGET', ev, '#rm:' .. member)
+  if epoch then return '|e' .. epoch end
+  return ''
+end
+
+-- record_epoch: the removal epoch a record's tail names (0 for no tail), or
+-- nil when the tail is not a removal tag (a record this script cannot reverse).
+local function record_epoch(tail)
+  if tail == '' then return 0 end
+  return tonumber(string.match(tail, '^|e(%d+)$') or '')
+end
+
+-- removed_since: whether the member was removed after a record of epoch e.
+local function removed_since(ev, member, e)
+  return tonumber(redis.call('HGET', ev, '#rm:' .. member) or '0') > e
+end

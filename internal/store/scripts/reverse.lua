@@ -19,18 +19,15 @@ local rec = redis.call('HGET', ev, oid)
 if not rec then return {'unknown', cur or '', cur or ''} end
 if string.sub(rec, 1, 2) == 'R|' then return replay(ev, oid, 'reversed', cur) end
 local d, sb, sa, tail = string.match(rec, '^(-?%d+)|(-?%d+)|(-?%d+)(.*)$')
-local recEpoch = 0
-if d and tail ~= '' then
-  recEpoch = tonumber(string.match(tail, '^|e(%d+)$') or '')
-  if not recEpoch then d = nil end
-end
+local recEpoch = d and record_epoch(tail)
+if not recEpoch then d = nil end
 if not d then return {'notreversible', cur or '', cur or ''} end
 d, sb, sa = tonumber(d), tonumber(sb), tonumber(sa)
 
 -- A moderator removed the member after the original (remove.lua): what it
 -- did is gone already and the member started afresh; the reversal is
 -- recorded and changes nothing.
-if tonumber(redis.call('HGET', ev, '#rm:' .. member) or '0') > recEpoch then
+if removed_since(ev, member, recEpoch) then
   touch_meta(meta, ARGV[7], ARGV[8])
   redis.call('HSET', ev, oid, 'R|' .. rec)
   redis.call('HSET', ev, rid, '0|-1|-1|r:' .. oid)
