@@ -238,11 +238,7 @@ func (s *Service) DeleteBan(ctx context.Context, user string) (Ban, error) {
 	if !rank.ValidMember(user) {
 		return Ban{}, rank.Invalid("member", "member must match [A-Za-z0-9_.@-]{1,64}")
 	}
-	all, _, err := s.banBE.Bans(ctx, s.layout.Bans())
-	if err != nil {
-		return Ban{}, rank.Unavailable(err, "reading the bans")
-	}
-	ok, err := s.banBE.DeleteBan(ctx, s.layout.Bans(), user)
+	js, ok, err := s.banBE.DeleteBan(ctx, s.layout.Bans(), user)
 	if err != nil {
 		return Ban{}, writeUnavailable(err, "lifting the ban of %s", user)
 	}
@@ -250,7 +246,7 @@ func (s *Service) DeleteBan(ctx context.Context, user string) (Ban, error) {
 		return Ban{}, rank.Errorf(rank.CodeNotFound, "member %s is not banned", user)
 	}
 	s.forgetBans()
-	ban := parseBans(map[string]string{user: all[user]}, s)[user]
+	ban := parseBans(map[string]string{user: string(js)}, s)[user]
 	ban.User = user
 	s.log.Info("ban lifted", "member", user)
 	return ban, nil

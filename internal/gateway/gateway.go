@@ -80,7 +80,7 @@ type LifecycleBackend interface {
 // version, the admin calls change them.
 type BanBackend interface {
 	PutBan(ctx context.Context, k shard.BanKeys, member string, val []byte) (int64, error)
-	DeleteBan(ctx context.Context, k shard.BanKeys, member string) (bool, error)
+	DeleteBan(ctx context.Context, k shard.BanKeys, member string) ([]byte, bool, error)
 	Bans(ctx context.Context, k shard.BanKeys) (map[string]string, int64, error)
 	BanVersion(ctx context.Context, k shard.BanKeys) (int64, error)
 }

@@ -26,15 +26,18 @@ import (
 //   - scripts: evalsha, evalsha_ro, eval and eval_ro (the NOSCRIPT
 //     fallback), script|load (preload on every node).
 //   - inside the scripts (ACL checks each redis.call too): exists, hdel,
-//     hexists, hget, hincrby, hset, hsetnx, pexpire, rename, set, unlink,
-//     zadd, zcard, zcount, zrangestore, zrem, zrevrange, zrevrank, zscore.
+//     hexists, hget, hincrby, hset, hsetnx, incrby (lease.lua's fence,
+//     unban.lua's version: the scripts say INCRBY k 1, never INCR), pexpire,
+//     rename, set, unlink, zadd, zcard, zcount, zrangestore, zrem, zrevrange,
+//     zrevrank, zscore.
 //   - store calls: zmscore, zcount, zcard, zrange (native position probes:
 //     a probe's points group, BYSCORE LIMIT), zscan, hsetnx, hgetall, hset,
 //     sadd, smembers, incrby, xadd, xrange, pexpire, unlink, zadd, del,
 //     multi and exec (profiles are replaced in a transaction), zunionstore
 //     (derived families, one key group per slot), get, set and del (the
 //     shared cache level of families with cache_shared), hset, hdel,
-//     incrby, get, hgetall, multi and exec (member bans and their version).
+//     incrby, get, hgetall, multi and exec (member bans and their version;
+//     lifting a ban is unban.lua).
 //   - layout and readiness: memory|usage, cluster|slots, cluster|info,
 //     config|get (maxmemory-policy, /readyz).
 //   - cluster monitor: info, cluster|nodes, cluster|myid, scan (key

@@ -62,6 +62,13 @@ families:
     period: all
     dimensions:
       national: {shards: 2}
+  hot:
+    source: events
+    period: all
+    cache_ttl: 1s
+    cache_shared: true
+    dimensions:
+      national: {shards: 2}
   base:
     period: week
     key_group: season
@@ -540,6 +547,21 @@ func (sk *stack) exercise(t testing.TB) {
 		t.Errorf("preload again: %v", err)
 	}
 
+	exerciseModeration(t, ctx, svc, nat)
+
+	// The scheduler's lease (lease.lua: GET, INCRBY on the fence, SET PX,
+	// PEXPIRE, DEL).
+	lease := st.NewLease(shard.Layout{Prefix: sk.cfg.Redis.Prefix}.Lease("acl"), "gw-acl", time.Minute)
+	if tok, err := lease.Hold(ctx); err != nil || tok <= 0 {
+		t.Errorf("lease acquire: %d, %v", tok, err)
+	}
+	if tok, err := lease.Hold(ctx); err != nil || tok <= 0 {
+		t.Errorf("lease renew: %d, %v", tok, err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Errorf("lease release: %v", err)
+	}
+
 	// The cluster monitor: INFO, CLUSTER NODES/MYID, SCAN, MEMORY USAGE.
 	mon, err := monitor.New(st.Primary(), monitor.Options{Prefix: sk.cfg.Redis.Prefix, Timeout: 5 * time.Second})
 	if err != nil {
@@ -560,6 +582,38 @@ func (sk *stack) exercise(t testing.TB) {
 	}
 	if rv, err := svc.Reviews(ctx, "learning", "current", 10); err != nil || len(rv.Reviews) != 1 {
 		t.Errorf("reviews = %+v, %v; want the late event", rv, err)
+	}
+}
+
+// exerciseModeration runs what moderation and the shared cache level send:
+// remove.lua (DELETE a member), the bans' MULTI, HGETALL and unban.lua, and
+// lease.lua with SET/GET of a shared cached page. It sends no event of a
+// banned member (that would add a review the freeze check counts).
+func exerciseModeration(t testing.TB, ctx context.Context, svc *gateway.Service, nat gateway.BoardRef) {
+	mod := gateway.Removal{Operator: "ops@x", Reason: "cheat"}
+	if rm, err := svc.RemoveMember(ctx, nat, "u02", mod); err != nil || !rm.Removed {
+		t.Errorf("remove u02: %+v, %v", rm, err)
+	}
+	ban, err := svc.PutBan(ctx, "u03", gateway.BanRequest{Operator: "ops@x", Reason: "bot", Families: []string{"learning"}})
+	if err != nil || len(ban.Removed) == 0 {
+		t.Errorf("ban u03: %+v, %v; want it removed from the learning boards", ban, err)
+	}
+	if bl, err := svc.ListBans(ctx); err != nil || len(bl.Bans) != 1 || bl.Bans[0].User != "u03" {
+		t.Errorf("bans = %+v, %v; want u03", bl, err)
+	}
+	if lifted, err := svc.DeleteBan(ctx, "u03"); err != nil || lifted.Reason != "bot" {
+		t.Errorf("lift the ban of u03: %+v, %v", lifted, err)
+	}
+
+	hot := gateway.BoardRef{Family: "hot", Period: "current", Dimension: "national"}
+	if _, err := svc.ApplyEvent(ctx, gateway.Event{EventID: "hot1", Family: "hot", User: "u01", Delta: ptr(int64(3))}); err != nil {
+		t.Errorf("event on the shared-cache family: %v", err)
+	}
+	for i := range 2 { // the first computes under the lease and stores the page
+		top, err := svc.Top(ctx, hot, 3, gateway.ReadOptions{Consistency: gateway.ConsistencyCached})
+		if err != nil || !slices.Equal(users(top.Entries), []string{"u01"}) {
+			t.Errorf("shared cached top, read %d: %v, %v; want [u01]", i, users(top.Entries), err)
+		}
 	}
 }
 

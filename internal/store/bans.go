@@ -27,19 +27,20 @@ func (s *Store) PutBan(ctx context.Context, k shard.BanKeys, member string, val 
 	return v.Val(), nil
 }
 
-// DeleteBan lifts a member's ban; false when there was none. The version
-// moves on only when a ban went.
-func (s *Store) DeleteBan(ctx context.Context, k shard.BanKeys, member string) (bool, error) {
+// DeleteBan lifts a member's ban in one script call and returns the lifted
+// ban's JSON; false when there was none. The version moves on only when a ban
+// went.
+func (s *Store) DeleteBan(ctx context.Context, k shard.BanKeys, member string) ([]byte, bool, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	n, err := s.rw.HDel(ctx, k.All, member).Result()
-	if err == nil && n > 0 {
-		err = s.rw.IncrBy(ctx, k.Version, 1).Err()
+	v, err := unbanScript.Run(ctx, s.rw, []string{k.All, k.Version}, member).Text()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
 	}
 	if err != nil {
-		return false, s.fail("ban", fmt.Errorf("lifting the ban of %s: %w", member, err))
+		return nil, false, s.fail("ban", fmt.Errorf("lifting the ban of %s: %w", member, err))
 	}
-	return n > 0, nil
+	return []byte(v), true, nil
 }
 
 // Bans returns every ban (member → JSON) and the version they belong to,

@@ -38,6 +38,7 @@ var (
 	leaseScript    = script("#!lua", "lease.lua")
 	columnsScript  = script("#!lua", "columns.lua")
 	membersScript  = script("#!lua flags=no-writes", "members.lua")
+	unbanScript    = script("#!lua", "unban.lua")
 )
 
 // Scripts lists every script with its name, for preloading and tests.
@@ -46,5 +47,6 @@ func Scripts() map[string]*redis.Script {
 		"apply": applyScript, "reverse": reverseScript, "project": projectScript, "remove": removeScript,
 		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript, "swap": swapScript,
 		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
+		"unban": unbanScript,
 	}
 }

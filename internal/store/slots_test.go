@@ -147,6 +147,21 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		}
 	})
 
+	t.Run("ban keys", func(t *testing.T) {
+		t.Parallel()
+		k := layout.Bans()
+		keys := []string{k.All, k.Version} // unban.lua and PutBan's MULTI touch both
+		slots := liveSlots(t, ctx, node, keys)
+		if slots[k.All] != slots[k.Version] {
+			t.Errorf("%q in slot %d, %q in slot %d", k.All, slots[k.All], k.Version, slots[k.Version])
+		}
+		for _, key := range keys {
+			if shard.Slot(key) != slots[key] {
+				t.Errorf("shard.Slot(%q) = %d, CLUSTER KEYSLOT = %d", key, shard.Slot(key), slots[key])
+			}
+		}
+	})
+
 	t.Run("profile keys", func(t *testing.T) {
 		t.Parallel()
 		var keys []string

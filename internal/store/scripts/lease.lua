@@ -3,7 +3,7 @@
 -- ARGV[1] op: acquire | renew | release; ARGV[2] owner id; ARGV[3] token
 -- (renew, release); ARGV[4] ttl in ms (acquire, renew).
 -- acquire: the holder's token when ARGV[2] holds it (TTL renewed) or took it
--- now (a new token: INCR fence); 0 when someone else holds it.
+-- now (a new token: INCRBY fence 1; the ACL grants incrby, not incr); 0 when someone else holds it.
 -- renew: 1 and a fresh TTL when "<owner> <token>" still holds it, else 0.
 -- release: 1 when it held it (deleted), else 0.
 local op, me = ARGV[1], ARGV[2]
@@ -18,7 +18,7 @@ if op == 'acquire' then
     end
     return 0
   end
-  local tok = redis.call('INCR', KEYS[2])
+  local tok = redis.call('INCRBY', KEYS[2], 1)
   redis.call('SET', KEYS[1], me .. ' ' .. tok, 'PX', ttl)
   return tok
 elseif op == 'renew' then
