@@ -111,9 +111,7 @@ func (s *Service) PeriodDetail(ctx context.Context, familyName, periodID string)
 				return PeriodDetail{}, ledgerErr(err)
 			}
 		}
-		// A period nobody wrote to has nothing to freeze, settle or archive.
-		skipped := !st.Exists && !s.now().Before(sch.FreezeAt.Add(emptyMargin)) // the scheduler leaves it alone
-		if ns := sch.next(state, s.ledger != nil, len(dims) > 0); ns.Step != "" && !skipped {
+		if ns := sch.next(state, s.ledger != nil, len(dims) > 0); ns.Step != "" && !sch.unwritten(st.Exists, s.now()) {
 			d.NextStep = &ns
 		}
 	}

@@ -293,8 +293,8 @@ func (sc *Scheduler) family(ctx context.Context, f *family) (next time.Time, ove
 				break
 			}
 			if !st.exists {
-				if !now.Before(sch.FreezeAt.Add(emptyMargin)) {
-					sc.done[key] = true // nobody wrote to it: nothing to freeze, settle or award
+				if sch.unwritten(false, now) {
+					sc.done[key] = true
 				} else {
 					soonest(sch.FreezeAt.Add(emptyMargin))
 				}
@@ -394,6 +394,14 @@ func (s *Service) schedule(f *family, p period.Period) lifecycleSchedule {
 	return sch
 }
 
+// unwritten reports a period the scheduler leaves alone: nobody wrote to it
+// (exists false) and emptyMargin has passed since its freeze time, so there
+// is nothing to freeze, settle or award. The scheduler and GET …/periods
+// (its next step) both decide by it.
+func (sch lifecycleSchedule) unwritten(exists bool, now time.Time) bool {
+	return !exists && !now.Before(sch.FreezeAt.Add(emptyMargin))
+}
+
 // next is the step a period in state needs ("" when none is left).
 func (sch lifecycleSchedule) next(state string, ledgerMode, boards bool) NextStep {
 	switch state {
@@ -429,8 +437,8 @@ type lcState struct {
 }
 
 // lifecycleState reads what the scheduler needs of a period: whether it was
-// ever written, its state (the ledger's in ledger mode) and whether it has
-// boards.
+// ever written, its state (the ledger's in ledger mode) and, when frozen (the
+// only state whose next step depends on it), whether it has boards.
 func (s *Service) lifecycleState(ctx context.Context, f *family, periodID string) (lcState, error) {
 	pk := s.layout.Period(f.cfg.Name, periodID)
 	ps, err := s.lifeBE.Period(ctx, pk)
@@ -445,6 +453,9 @@ func (s *Service) lifecycleState(ctx context.Context, f *family, periodID string
 		if out.state, err = s.ledger.State(ctx, f.cfg.Name, periodID); err != nil {
 			return lcState{}, err
 		}
+	}
+	if out.state != "frozen" {
+		return out, nil
 	}
 	dims, err := s.lifeBE.Boards(ctx, pk)
 	if err != nil {
