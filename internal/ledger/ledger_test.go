@@ -1120,6 +1120,20 @@ func TestSettle(t *testing.T) {
 					t.Errorf("award %+v", a)
 				}
 			}
+			// The period.settled notice counts the awards the settlement queued.
+			var payload []byte
+			if err := l.withConn(ctx, func(c *pgx.Conn) error {
+				return c.QueryRow(ctx, `SELECT payload FROM notices WHERE kind = $1 AND family = $2 AND period = $3`,
+					NoticeSettled, f, testPeriod).Scan(&payload)
+			}); err != nil {
+				t.Fatalf("reading the settled notice: %v", err)
+			}
+			var notice struct {
+				Awards *int `json:"awards"`
+			}
+			if err := json.Unmarshal(payload, &notice); err != nil || notice.Awards == nil || *notice.Awards != len(awards) {
+				t.Errorf("settled notice %s: awards want %d (%v)", payload, len(awards), err)
+			}
 		})
 	}
 

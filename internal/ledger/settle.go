@@ -100,6 +100,7 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, family, period string, top 
 	}
 	order += `, member COLLATE "C" DESC`
 	b := &pgx.Batch{}
+	var awards int // one award per standing: the outbox holds nothing of an unsettled period
 	for _, board := range boards {
 		rows, err := tx.Query(ctx, `SELECT member, points, seq FROM totals
 			WHERE family = $1 AND period = $2 AND board = $3 AND present
@@ -116,6 +117,7 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, family, period string, top 
 			return fmt.Errorf("reading the top of %s: %w", board, err)
 		}
 		fillRanks(standings, mode == RankCompetition)
+		awards += len(standings)
 		for _, s := range standings {
 			b.Queue(`INSERT INTO standings (family, period, board, member, points, seq, position, rank)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
@@ -129,10 +131,6 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, family, period string, top 
 		family, period, top, boards, mode)
 	b.Queue(`UPDATE periods SET state = 'settled', settled_at = now() WHERE family = $1 AND period = $2`, family, period)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return err
-	}
-	var awards int64
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM award_outbox WHERE family = $1 AND period = $2`, family, period).Scan(&awards); err != nil {
 		return err
 	}
 	return addNotice(ctx, tx, NoticeSettled, family, period, map[string]any{"boards": boards, "awards": awards, "top": top, "rank_mode": mode})
