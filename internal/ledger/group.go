@@ -55,7 +55,7 @@ type GroupResult struct {
 // committed); the results then carry it too.
 func (l *Ledger) RecordGroup(ctx context.Context, evs []GroupEvent) ([]GroupResult, error) {
 	res := make([]GroupResult, len(evs))
-	g := &group{items: make([]groupItem, len(evs)), res: res}
+	g := &group{items: make([]groupItem, len(evs)), res: res, sum: !l.lockingOnly}
 	for i, ge := range evs {
 		it := &g.items[i]
 		it.r, it.err = ge.Rules.check()
@@ -66,6 +66,7 @@ func (l *Ledger) RecordGroup(ctx context.Context, evs []GroupEvent) ([]GroupResu
 			it.err = fmt.Errorf("%w: event %q: a group takes awards and corrections; a %s goes through Record", ErrInvalid, it.ev.EventID, it.ev.Kind)
 		}
 		it.refused = it.err
+		g.sum = g.sum && (it.err != nil || it.r.Aggregate == "sum")
 	}
 	op, first := "record_group", ""
 	if len(evs) > 0 {
@@ -77,6 +78,13 @@ func (l *Ledger) RecordGroup(ctx context.Context, evs []GroupEvent) ([]GroupResu
 	var err error
 	for {
 		err = l.inBatchTx(ctx, op, first, func(tx txq) error { return g.run(ctx, tx) })
+		if errors.Is(err, errLockingPath) {
+			// Rolled back: a total of the delta path left the range; the
+			// locking path refuses the events that do, alone.
+			g.sum = false
+			l.m.retries.WithLabelValues(op + "_locking").Inc()
+			continue
+		}
 		var over *seqOverflow
 		if !errors.As(err, &over) {
 			break
@@ -191,10 +199,16 @@ type group struct {
 	base  map[periodKey]int64 // start of each period's seq range (last attempt)
 	// pending: the group's projection_pending row (last attempt; 0: none).
 	pending int64
+	// sum: every event is a sum-family award or correction: the delta path
+	// (runSum) unless it sent the group back to the locking path.
+	sum bool
 }
 
 // run is one attempt of the group's transaction.
 func (g *group) run(ctx context.Context, tx txq) error {
+	if g.sum {
+		return g.runSum(ctx, tx)
+	}
 	firstOf, ids := g.reset()
 	// 1. The event rows, in id order (a conflict waits for a concurrent
 	// writer of the same id, then answers duplicate); 2. the period rows,
@@ -279,7 +293,7 @@ func (g *group) reset() (map[string]int, []string) {
 
 // settle marks the items whose event row this attempt inserted and refuses
 // those of a period that is not open; every board of the others must have
-// its totals row locked.
+// its totals row locked (unless cur is nil: the delta path locks later).
 func (g *group) settle(inserted map[string]bool, states map[periodKey]string, cur map[totalsKey]gRow) error {
 	for i := range g.items {
 		it := &g.items[i]
@@ -293,6 +307,9 @@ func (g *group) settle(inserted map[string]bool, states map[periodKey]string, cu
 			continue
 		}
 		for _, b := range it.ev.Boards {
+			if cur == nil {
+				break
+			}
 			if _, ok := cur[totalsKey{it.ev.Family, it.ev.Period, b, it.ev.Member}]; !ok {
 				return fmt.Errorf("ledger: totals row of %s on %s/%s/%s not locked", it.ev.Member, it.ev.Family, it.ev.Period, b)
 			}
@@ -471,26 +488,11 @@ func queueLockTotals(b *pgx.Batch, keys []totalsKey, openOnly bool) map[totalsKe
 	if len(keys) == 0 {
 		return out
 	}
-	slices.SortFunc(keys, totalsKey.less)
-	n := len(keys)
-	fs, ps, bs, ms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	for i, k := range keys {
-		fs[i], ps[i], bs[i], ms[i] = k.family, k.period, k.board, k.member
-	}
 	open := ""
 	if openOnly {
 		open = ` WHERE EXISTS (SELECT 1 FROM periods p WHERE p.family = u.family AND p.period = u.period AND p.state = 'open')`
 	}
-	// One pass in key order: each row is inserted when missing, else locked
-	// (DO UPDATE … WHERE false locks the row and changes nothing), so a
-	// writer holds its rows in key order and waits only in key order: no
-	// cycle. (Inserting every missing row first and locking them all after
-	// is not enough: two writers creating rows meet in both passes.)
-	b.Queue(`INSERT INTO totals AS t (family, period, board, member)
-		SELECT family, period, board, member FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
-			AS u(family, period, board, member, n)`+open+`
-		ORDER BY n
-		ON CONFLICT (family, period, board, member) DO UPDATE SET points = t.points WHERE false`, fs, ps, bs, ms)
+	fs, ps, bs, ms := queueInsertOrLock(b, keys, open)
 	var k totalsKey
 	var t totalsRow
 	// A lookup per key (a join would be planned as a hash join over the
@@ -506,6 +508,29 @@ func queueLockTotals(b *pgx.Batch, keys []totalsKey, openOnly bool) map[totalsKe
 		return err
 	})
 	return out
+}
+
+// queueInsertOrLock sorts keys and queues the locking of their totals rows
+// (created when missing, where the SQL filter open allows), in (family,
+// period, board, member) order; it returns the keys' columns.
+func queueInsertOrLock(b *pgx.Batch, keys []totalsKey, open string) (fs, ps, bs, ms []string) {
+	slices.SortFunc(keys, totalsKey.less)
+	n := len(keys)
+	fs, ps, bs, ms = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, k := range keys {
+		fs[i], ps[i], bs[i], ms[i] = k.family, k.period, k.board, k.member
+	}
+	// One pass in key order: each row is inserted when missing, else locked
+	// (DO UPDATE … WHERE false locks the row and changes nothing), so a
+	// writer holds its rows in key order and waits only in key order: no
+	// cycle. (Inserting every missing row first and locking them all after
+	// is not enough: two writers creating rows meet in both passes.)
+	b.Queue(`INSERT INTO totals AS t (family, period, board, member)
+		SELECT family, period, board, member FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
+			AS u(family, period, board, member, n)`+open+`
+		ORDER BY n
+		ON CONFLICT (family, period, board, member) DO UPDATE SET points = t.points WHERE false`, fs, ps, bs, ms)
+	return fs, ps, bs, ms
 }
 
 // compute applies one award or correction to the group's current totals.
@@ -660,6 +685,13 @@ func (g *group) write(ctx context.Context, tx txq, cur map[totalsKey]gRow, need 
 			return fmt.Errorf("ledger: writing a group of %d events: %w", len(g.items), err)
 		}
 	}
+	return g.finish(found)
+}
+
+// finish checks the group's written batch (every duplicate found its stored
+// event, no seq reached its period's capacity) and fills the answers of the
+// applied events.
+func (g *group) finish(found []bool) error {
 	for i := range g.items {
 		if it := &g.items[i]; it.result.Outcome.Duplicate && !found[i] {
 			return fmt.Errorf("ledger: reading event %s: missing", it.ev.EventID)

@@ -119,6 +119,9 @@ type Ledger struct {
 	// beforeCommit, when set (tests only), runs inside a write transaction
 	// just before its COMMIT.
 	beforeCommit func(op, eventID string)
+	// lockingOnly, when set (tests only), runs every group on the locking
+	// path: the reference the delta path is checked against.
+	lockingOnly bool
 }
 
 var schemaRe = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)

@@ -1747,7 +1747,20 @@ func TestGroupPendingProjection(t *testing.T) {
 // pass in key order (no transaction is retried, none fails).
 func TestRecordGroupNewRowsNoDeadlock(t *testing.T) {
 	t.Parallel()
-	l := openTest(t)
+	for _, c := range []struct {
+		name        string
+		lockingOnly bool
+	}{{"delta path", false}, {"locking path", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			l := openTest(t)
+			l.lockingOnly = c.lockingOnly
+			testNewRowsNoDeadlock(t, l)
+		})
+	}
+}
+
+func testNewRowsNoDeadlock(t *testing.T, l *Ledger) {
 	ctx := t.Context()
 	const writers, n, members = 6, 60, 25
 	errs := make([]error, writers)

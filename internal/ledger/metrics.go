@@ -28,7 +28,7 @@ func newMetrics(p *pool) *metrics {
 		}, []string{"op"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_ledger_tx_retries_total",
-			Help: "Ledger transactions rerun after a deadlock or serialization failure, by operation.",
+			Help: "Ledger transactions rerun after a deadlock or serialization failure, by operation (<op>_locking: a sum group rerun on the locking path, a total out of range).",
 		}, []string{"op"}),
 		pool: newPoolCollector(p),
 	}

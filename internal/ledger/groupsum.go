@@ -1,0 +1,282 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// errLockingPath sends a group back to the locking path (group.run): the
+// delta path found an event it cannot decide without the locked totals (a
+// total that would leave the range, an int64 overflow).
+var errLockingPath = errors.New("ledger: the group needs the locking path")
+
+// A group of sum-family awards and corrections takes the delta path: every
+// such event adds its delta, so what it does to a board is known before the
+// board's totals row is read, relative to it (points after = points before
+// the group + the deltas up to it; version + its place among the group's
+// events on that row; its seq from the period's range). The totals rows are
+// then locked in the group's last round trip, not its first, and the
+// database applies the deltas: the hot rows (a popular member's totals, the
+// period's seq row) are held for one round trip and the COMMIT instead of
+// two round trips, the computation in between and the COMMIT, so groups
+// touching the same members overlap more (issue 10).
+//
+// The answers are exactly the locking path's: the statement that writes
+// event_boards reads the locked rows and returns what each event left; when
+// one of them is out of range (the locking path would refuse that event
+// alone and compute its successors without it) or a sum overflows, the
+// transaction is rolled back and the group runs again on the locking path.
+//
+// Round trips: (1) BEGIN, the event rows, the period rows (shared); (2) the
+// totals rows inserted when missing, else locked, in key order; the seq
+// ranges; event_boards computed from the locked rows; the totals updated by
+// the deltas; the pending-projection row; the answers of duplicates; (3)
+// COMMIT. The lock order is the locking path's.
+func (g *group) runSum(ctx context.Context, tx txq) error {
+	firstOf, ids := g.reset()
+	var periods []periodKey
+	seenP := map[periodKey]bool{}
+	for _, i := range firstOf {
+		it := &g.items[i]
+		if pk := (periodKey{it.ev.Family, it.ev.Period}); !seenP[pk] {
+			seenP[pk] = true
+			periods = append(periods, pk)
+		}
+	}
+	b := &pgx.Batch{}
+	inserted, err := g.queueInsertEvents(b, ids, firstOf)
+	if err != nil {
+		return err
+	}
+	states := queueLockPeriods(b, periods)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("ledger: inserting %d events and locking %d periods: %w", len(ids), len(periods), err)
+	}
+	for _, p := range periods {
+		if _, ok := states[p]; !ok {
+			return fmt.Errorf("ledger: period %s/%s missing after insert", p.family, p.period)
+		}
+	}
+	if err := g.settle(inserted, states, nil); err != nil {
+		return err
+	}
+	p, err := g.planSum()
+	if err != nil {
+		return err
+	}
+	b = &pgx.Batch{}
+	queueInsertOrLock(b, p.keys, "")
+	g.queueSeqRanges(b, p.need)
+	after := p.queueEventBoards(b)
+	p.queueTotals(b)
+	var drop, moved []string
+	for i := range g.items {
+		switch it := &g.items[i]; {
+		case it.inserted && !it.applied:
+			drop = append(drop, it.ev.EventID) // refused (period not open)
+		case it.applied:
+			moved = append(moved, it.ev.EventID)
+		}
+	}
+	if len(drop) > 0 {
+		b.Queue(`DELETE FROM events WHERE event_id = ANY($1)`, drop)
+	}
+	if len(moved) > 0 {
+		b.Queue(`INSERT INTO projection_pending (event_ids) VALUES ($1) RETURNING id`, moved).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&g.pending)
+		})
+	}
+	found := g.queueDuplicates(b)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "22003" { // numeric_value_out_of_range: a sum overflowed
+			return fmt.Errorf("%w: %v", errLockingPath, err)
+		}
+		return fmt.Errorf("ledger: writing a group of %d events: %w", len(g.items), err)
+	}
+	if err := g.fillSum(after); err != nil {
+		return err
+	}
+	return g.finish(found)
+}
+
+// sumPlan is what the events of a delta-path group do to their totals rows,
+// relative to the rows: one entry per (event, board) in the group's order,
+// and one per row.
+type sumPlan struct {
+	need map[periodKey]int
+	keys []totalsKey // the rows, in first-use order (locked in key order)
+	rows map[totalsKey]*sumRow
+
+	// Per (event, board): the event's id, the row, the delta, the sum of the
+	// deltas on the row up to and including it, its place on the row (1…),
+	// its k in the period's range (−1: no tie seq, seq 0) and the previous
+	// event's on the row (−2: the first of the group on the row).
+	id, fam, per, board, member []string
+	d, sum, n, k, kPrev         []int64
+	pk                          []periodKey
+}
+
+// sumRow is one totals row of a delta-path group: what the group adds.
+type sumRow struct {
+	sum, n int64
+	k      int64 // the k of the row's last event (−1: none; −2: no event yet)
+}
+
+// planSum places every applied event of a delta-path group: its k in its
+// period's range (tie first) and its place on each of its rows.
+func (g *group) planSum() (*sumPlan, error) {
+	p := &sumPlan{need: map[periodKey]int{}, rows: map[totalsKey]*sumRow{}}
+	for i := range g.items {
+		it := &g.items[i]
+		if !it.inserted || it.result.Err != nil {
+			continue
+		}
+		pk := periodKey{it.ev.Family, it.ev.Period}
+		k := int64(-1)
+		if it.r.TieFirst {
+			k = int64(p.need[pk])
+			p.need[pk]++
+		}
+		d := *it.ev.Delta
+		it.boards = make([]groupBoard, len(it.ev.Boards))
+		for j, bd := range it.ev.Boards {
+			key := totalsKey{it.ev.Family, it.ev.Period, bd, it.ev.Member}
+			r := p.rows[key]
+			if r == nil {
+				r = &sumRow{k: -2}
+				p.rows[key] = r
+				p.keys = append(p.keys, key)
+			}
+			sum, ok := addInt(r.sum, d)
+			if !ok {
+				return nil, fmt.Errorf("%w: the deltas on %s/%s/%s of %s overflow", errLockingPath, key.family, key.period, key.board, key.member)
+			}
+			p.id, p.fam, p.per, p.board, p.member = append(p.id, it.ev.EventID), append(p.fam, key.family),
+				append(p.per, key.period), append(p.board, bd), append(p.member, key.member)
+			p.d, p.sum, p.n, p.k, p.kPrev = append(p.d, d), append(p.sum, sum), append(p.n, r.n+1), append(p.k, k), append(p.kPrev, r.k)
+			p.pk = append(p.pk, pk)
+			r.sum, r.n, r.k = sum, r.n+1, k
+			it.boards[j] = groupBoard{key: key, changed: true, applied: d}
+		}
+		it.applied = true
+	}
+	slices.SortFunc(p.keys, totalsKey.less)
+	return p, nil
+}
+
+// ebAfter is what one event left on one board, as event_boards stored it.
+type ebAfter struct {
+	total, version, seq int64
+}
+
+type ebKey struct{ id, board string }
+
+// queueEventBoards queues the event_boards rows of the plan in the group's
+// order (their ord, the history's order, is taken as they are inserted), computed from
+// the totals rows (locked by the statement before, not yet updated) and the
+// period's seq row (moved by the statement before); once the batch ran, the
+// map holds what each event left.
+func (p *sumPlan) queueEventBoards(b *pgx.Batch) map[ebKey]ebAfter {
+	out := make(map[ebKey]ebAfter, len(p.id))
+	if len(p.id) == 0 {
+		return out
+	}
+	need := make([]int64, len(p.pk))
+	for i, pk := range p.pk {
+		need[i] = int64(p.need[pk])
+	}
+	// seq of a k: −1 → 0 (no tie seq), else the range's start + k.
+	seq := func(k string) string {
+		return `CASE WHEN ` + k + ` = -1 THEN 0 ELSE s.next - u.need + ` + k + ` END`
+	}
+	var k ebKey
+	var a ebAfter
+	b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after)
+		SELECT u.id, u.board, u.d, true,
+			CASE WHEN u.kprev = -2 THEN (CASE WHEN t.present THEN t.seq ELSE -1 END) ELSE `+seq("u.kprev")+` END,
+			`+seq("u.k")+`,
+			(CASE WHEN t.present THEN t.points ELSE 0 END) + u.sum, true, t.version + u.n
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
+				$9::bigint[], $10::bigint[], $11::bigint[]) WITH ORDINALITY
+			AS u(id, fam, per, board, member, d, sum, n, k, kprev, need, o)
+		CROSS JOIN LATERAL (SELECT points, version, seq, present FROM totals t WHERE t.family = u.fam AND t.period = u.per
+			AND t.board = u.board AND t.member = u.member) AS t
+		LEFT JOIN LATERAL (SELECT next FROM period_seq s WHERE s.family = u.fam AND s.period = u.per) AS s ON true
+		ORDER BY u.o
+		RETURNING event_id, board, total_after, version_after, seq_after`,
+		p.id, p.fam, p.per, p.board, p.member, p.d, p.sum, p.n, p.k, p.kPrev, need).Query(func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&k.id, &k.board, &a.total, &a.version, &a.seq}, func() error {
+			out[k] = a
+			return nil
+		})
+		return err
+	})
+	return out
+}
+
+// queueTotals queues the update of the plan's rows (locked earlier in the
+// batch) by what the group adds, in key order.
+func (p *sumPlan) queueTotals(b *pgx.Batch) {
+	if len(p.keys) == 0 {
+		return
+	}
+	keys := p.keys // in key order
+	n := len(keys)
+	bs, ms := make([]string, n), make([]string, n)
+	sums, ns := make([]int64, n), make([]int64, n)
+	var seqs seqCols
+	for i, key := range keys {
+		r := p.rows[key]
+		bs[i], ms[i], sums[i], ns[i] = key.board, key.member, r.sum, r.n
+		gr := gRow{k: int(r.k), fp: periodKey{key.family, key.period}} // k −1: seq 0
+		seqs.add(gr, false, p.need)
+	}
+	// An upsert, as the locking path's (one index probe per row); every row
+	// exists and is locked, so it is the update: the deltas added to the
+	// points (0 when absent), the version and live moved by the row's
+	// events, the seq of its last one.
+	b.Queue(`INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live)
+		SELECT sfam, sper, board, member, sum, n, `+seqExpr("s")+`, true, n
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
+			$7::bigint[], $8::bigint[], $9::bigint[])
+			AS u(sfam, sper, board, member, sum, n, sk, sneed, sseq)
+		ON CONFLICT (family, period, board, member) DO UPDATE SET
+			points = (CASE WHEN t.present THEN t.points ELSE 0 END) + EXCLUDED.points, version = t.version + EXCLUDED.version,
+			seq = EXCLUDED.seq, present = true, live = t.live + EXCLUDED.live, updated_at = now()`,
+		seqs.fam, seqs.per, bs, ms, sums, ns, seqs.k, seqs.need, seqs.seq)
+}
+
+// fillSum fills the boards of the applied events from what event_boards
+// stored; a total out of range sends the group to the locking path.
+func (g *group) fillSum(after map[ebKey]ebAfter) error {
+	for i := range g.items {
+		it := &g.items[i]
+		if !it.applied {
+			continue
+		}
+		pk := periodKey{it.ev.Family, it.ev.Period}
+		for j := range it.boards {
+			gb := &it.boards[j]
+			a, ok := after[ebKey{it.ev.EventID, gb.key.board}]
+			if !ok {
+				return fmt.Errorf("ledger: event %s on %s: no event_boards row written", it.ev.EventID, gb.key.board)
+			}
+			if a.total > it.r.MaxPoints || a.total < -it.r.MaxPoints {
+				return fmt.Errorf("%w: event %s on %s: points %d would leave ±%d", errLockingPath, it.ev.EventID, gb.key.board, a.total, it.r.MaxPoints)
+			}
+			k := -1
+			if it.r.TieFirst {
+				k = int(a.seq - g.base[pk])
+			}
+			gb.cur = gRow{row: totalsRow{points: a.total - gb.applied}, k: -1, fp: pk}
+			gb.next = gRow{row: totalsRow{points: a.total, version: a.version, seq: a.seq, present: true}, k: k, fp: pk}
+		}
+	}
+	return nil
+}
