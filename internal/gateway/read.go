@@ -495,10 +495,16 @@ func (s *Service) around(ctx context.Context, rc *readCtx, user string, radius i
 		// The window starts above the member's standing. When the entry just
 		// before it stands otherwise (or there is none), every member ahead of
 		// the window is strictly better; else count who is ahead of that.
-		if w.Prev == nil || !sameStanding(rc.toEntries([]rank.Item{*w.Prev})[0], entries[0]) {
+		// The shards' replies may already say (readplan.Window.FirstMore).
+		switch {
+		case w.Prev == nil || !sameStanding(rc.toEntries([]rank.Item{*w.Prev})[0], entries[0]):
 			moreFirst = first
-		} else if moreFirst, err = s.countBetter(ctx, rc, items[0]); err != nil {
-			return Page{}, err
+		case w.FirstKnown:
+			moreFirst = w.FirstMore
+		default:
+			if moreFirst, err = s.countBetter(ctx, rc, items[0]); err != nil {
+				return Page{}, err
+			}
 		}
 	}
 	rank.FillRanks(entries, first, moreFirst, rc.b.fam.mode)

@@ -527,8 +527,16 @@ type Window struct {
 	// Prev is the entry just before Items[0] in board order (nil at the
 	// head of the board): when its points differ from Items[0]'s, every
 	// member ahead of Items[0] has strictly more points.
-	Prev    *rank.Item
-	Missing []int
+	Prev *rank.Item
+	// FirstMore, when FirstKnown, is the count of members with strictly
+	// more points than Items[0] (a family without sort columns), taken from
+	// the shards' own replies: a shard's entries before the member hold
+	// every member between Items[0]'s points and the member's, unless the
+	// shard returned all Limit of them and the farthest still has
+	// Items[0]'s points or fewer (then a count fan-out must say).
+	FirstMore  int64
+	FirstKnown bool
+	Missing    []int
 }
 
 // Around reads up to radius entries before and after (score, user) on every
@@ -564,6 +572,7 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 	slices.Sort(missing)
 	missing = slices.Compact(missing)
 	ups, downs := make([][]rank.Item, 0, n), make([][]rank.Item, 0, n)
+	mores := make([]int64, 0, n)
 	var p, more int64
 	fetched := 0
 	for i := range res {
@@ -575,6 +584,7 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 		ups, downs = append(ups, up), append(downs, s.Items[s.Before:])
 		p += s.Start + int64(len(up)) // members ahead of self in shard i
 		more += s.More
+		mores = append(mores, s.More)
 		fetched += len(s.Items)
 	}
 	if r.Obs != nil {
@@ -588,7 +598,37 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 	downM := merge.Merge(nil, downs, radius, rank.Before)
 	items := make([]rank.Item, 0, len(upM)+1+len(downM))
 	items = append(append(append(items, upM...), rank.Item{Score: score, Member: user}), downM...)
-	return Window{Items: items, Up: len(upM), First: p - int64(len(upM)), More: more, Prev: prev, Missing: missing}, nil
+	w := Window{Items: items, Up: len(upM), First: p - int64(len(upM)), More: more, Prev: prev, Missing: missing}
+	if enc.Cols == nil {
+		w.FirstMore, w.FirstKnown = moreThanFirst(enc, a, items[0], ups, mores, radius+1)
+	}
+	return w, nil
+}
+
+// moreThanFirst counts the members with strictly more points than first
+// (the window's first entry) from each shard's entries before the member
+// (ups[k], farthest first, at most limit) and its count of members with
+// strictly more points than the member (mores[k], stored score ≥
+// *a.MoreMin): shard k's count is mores[k] less its entries whose points lie
+// between the member's (excluded) and first's (included). They are all in
+// ups[k] when the shard returned fewer than limit (nothing more lies before
+// the member there) or when its farthest entry already has more points than
+// first; otherwise known is false.
+func moreThanFirst(enc rank.Encoding, a store.SeekArgs, first rank.Item, ups [][]rank.Item, mores []int64, limit int) (n int64, known bool) {
+	lo, hi := *a.MoreMin, enc.MinScoreAbove(enc.PointsOf(first.Score))
+	for k, up := range ups {
+		if len(up) == limit && up[0].Score < hi {
+			return 0, false
+		}
+		c := mores[k]
+		for _, it := range up {
+			if it.Score >= lo && it.Score < hi {
+				c--
+			}
+		}
+		n += c
+	}
+	return n, true
 }
 
 // probeOf is the position probe of it: its points group, and on a family

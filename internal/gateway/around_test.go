@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// countReads wraps the real store and counts the reads of one kind.
+type countReads struct {
+	Backend
+	kind store.ReadKind
+	n    atomic.Int64
+}
+
+func (c *countReads) ReadShards(ctx context.Context, reads []store.ShardRead, replica bool, out []store.ShardReply) {
+	for i := range reads {
+		if reads[i].Kind == c.kind {
+			c.n.Add(1)
+		}
+	}
+	c.Backend.ReadShards(ctx, reads, replica, out)
+}
+
+// TestAroundFirstRankFromShardReplies: under competition ranking an
+// around-me window that starts above the member's points, where the entry
+// just before the window has the first entry's points, needs the count of
+// members with strictly more points than that first entry. The shards'
+// window replies give it (readplan.Window.FirstMore) unless some shard's
+// entries before the member all lie within those points — then one ZCOUNT
+// fan-out. Every window of a 16-shard board of the real cluster with large
+// groups of equal points, pairs and unique points is checked entry by entry
+// against the reference, and both ways must have been taken.
+func TestAroundFirstRankFromShardReplies(t *testing.T) {
+	t.Parallel()
+	for _, order := range []string{"desc", "asc"} {
+		t.Run(order, func(t *testing.T) {
+			t.Parallel()
+			fam := fmt.Sprintf("  a:\n    aggregate: sum\n    order: %s\n    tie: member\n    rank: competition\n    period: all\n    max_points: 100000\n    dimensions:\n      national: {shards: 16}\n", order)
+			var cr *countReads
+			svc := newClusterServiceWith(t, fam, func(o *Options, st *store.Store) {
+				cr = &countReads{Backend: st, kind: store.ReadCount}
+				o.Backend = cr
+			})
+			ctx := context.Background()
+			ref := newRef(order == "asc", false, true)
+			for j := 0; j < 360; j++ {
+				u := fmt.Sprintf("u%03d", j)
+				var p int64
+				switch {
+				case j < 80:
+					p = 500 // a group of 80: ≈ 5 per shard, more than a window reads
+				case j < 110:
+					p = 300
+				case j < 250:
+					p = 1000 + int64(j/2) // pairs
+				default:
+					p = 2000 + int64(j) // unique
+				}
+				if _, err := svc.ApplyEvent(ctx, sumEv("e"+u, "a", u, p, nil)); err != nil {
+					t.Fatal(err)
+				}
+				ref.add(u, p, 0)
+			}
+			want := ref.sorted()
+			tied, counted := 0, int64(0)
+			for p := 0; p < len(want); p += 2 {
+				for _, r := range []int{1, 3, 5} {
+					f := max(0, p-r)
+					if want[f].points != want[p].points && f > 0 && want[f-1].points == want[f].points {
+						tied++ // the window's first entry shares its points with the entry before it
+					}
+					before := cr.n.Load()
+					page, err := svc.Around(ctx, nationalRef("a", "all"), want[p].user, r, primaryRead)
+					if err != nil {
+						t.Fatalf("around %s r=%d: %v", want[p].user, r, err)
+					}
+					counted += (cr.n.Load() - before) / 16
+					sameEntries(t, fmt.Sprintf("around %s r=%d", want[p].user, r), page.Entries, want[f:min(len(want), p+r+1)])
+				}
+			}
+			if counted == 0 || counted >= int64(tied) {
+				t.Fatalf("%d count fan-outs for %d windows whose first entry ties with the one before: want some, and fewer", counted, tied)
+			}
+			t.Logf("%d windows whose first entry ties with the one before, %d needed a count fan-out", tied, counted)
+		})
+	}
+}
