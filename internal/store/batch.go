@@ -66,14 +66,14 @@ type ShardReply struct {
 
 // Commands returns how many Redis commands a read sends: one (a ZREVRANGE,
 // an EVALSHA, a ZMSCORE, a ZCOUNT or a ZCARD), for a native position probe a
-// ZCARD and two per probe, for a native window two, and one more when it
+// ZCARD and two per probe, for a native window two, and two more when it
 // reads entries (Seek.Limit > 0).
 func (r ShardRead) Commands() int {
 	switch {
 	case r.Kind == ReadPlace:
 		return 1 + 2*len(r.Probes)
 	case r.Kind == ReadWindow && r.Seek.Limit > 0:
-		return 3
+		return 4
 	case r.Kind == ReadWindow:
 		return 2
 	}
@@ -386,25 +386,23 @@ func positionArgs(probes []Probe) []any {
 }
 
 // queueWindow queues a native around-me read of one shard (ReadWindow): the
-// count of strictly more points (ZCOUNT MoreMin +inf) and the member's points
-// group [SameMin, MoreMin−1], at most Band of it. When Seek.Limit > 0 the
-// group read runs on to +inf (ZRANGE SameMin +inf BYSCORE LIMIT 0
-// Band+Limit−1): one command gives the group and the Limit nearest entries
-// above its score (a group of at most Band−1 leaves room for Limit entries
-// after it; a larger one fills Band and is Open), and a third reads the Limit
-// nearest below the score.
+// count of strictly more points (ZCOUNT MoreMin +inf), the member's points
+// group [SameMin, MoreMin−1] (at most Band of it), and — when Seek.Limit > 0 —
+// the Limit entries just above its score and the Limit just below it.
 func queueWindow(ctx context.Context, p redis.Pipeliner, r *ShardRead) []redis.Cmder {
 	pr := r.Probes[0]
-	cmds := make([]redis.Cmder, 0, 3)
-	cmds = append(cmds, p.ZCount(ctx, r.Key, fmtScore(pr.MoreMin), "+inf"))
-	if r.Seek.Limit <= 0 {
-		return append(cmds, p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: fmtScore(pr.SameMin), Stop: fmtScore(pr.MoreMin - 1),
+	cmds := make([]redis.Cmder, 0, 4)
+	cmds = append(cmds,
+		p.ZCount(ctx, r.Key, fmtScore(pr.MoreMin), "+inf"),
+		p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: fmtScore(pr.SameMin), Stop: fmtScore(pr.MoreMin - 1),
 			ByScore: true, Count: r.band()}))
+	if r.Seek.Limit > 0 {
+		lim, s := int64(r.Seek.Limit), "("+fmtScore(pr.Score)
+		cmds = append(cmds,
+			p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: s, Stop: "+inf", ByScore: true, Count: lim}),
+			p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: s, Stop: "-inf", ByScore: true, Rev: true, Count: lim}))
 	}
-	lim := int64(r.Seek.Limit)
-	return append(cmds,
-		p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: fmtScore(pr.SameMin), Stop: "+inf", ByScore: true, Count: r.band() + lim - 1}),
-		p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: r.Key, Start: "(" + fmtScore(pr.Score), Stop: "-inf", ByScore: true, Rev: true, Count: lim}))
+	return cmds
 }
 
 // parseWindow builds what seek.lua's around mode answers from a native
@@ -430,12 +428,7 @@ func (s *Store) parseWindow(r *ShardRead, cmds []redis.Cmder) ShardReply {
 		return out
 	}
 	more := cmds[0].(*redis.IntCmd).Val()
-	read := cmds[1].(*redis.ZSliceCmd).Val() // the points group, then (lim > 0) what lies above it
-	g := 0
-	for g < len(read) && read[g].Score < float64(pr.MoreMin) {
-		g++
-	}
-	group := read[:g]
+	group := cmds[1].(*redis.ZSliceCmd).Val()
 	if int64(len(group)) >= r.band() {
 		return ShardReply{Open: true}
 	}
@@ -463,15 +456,9 @@ func (s *Store) parseWindow(r *ShardRead, cmds []redis.Cmder) ShardReply {
 	}
 	var up, down []rank.Item // nearest first
 	if lim > 0 {
-		// Above the score: the group's higher scores, then what follows it
-		// (at least lim entries when any were left out).
-		a := 0
-		for a < len(read) && read[a].Score <= float64(pr.Score) {
-			a++
-		}
 		var err error
-		if up, err = zItems(read[a:min(len(read), a+lim)]); err == nil {
-			down, err = zItems(cmds[2].(*redis.ZSliceCmd).Val())
+		if up, err = zItems(cmds[2].(*redis.ZSliceCmd).Val()); err == nil {
+			down, err = zItems(cmds[3].(*redis.ZSliceCmd).Val())
 		}
 		if err != nil {
 			out.Err = fmt.Errorf("seek around: %w", err)
