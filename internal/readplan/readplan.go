@@ -5,8 +5,8 @@
 //
 // Every fan-out phase (first round, second round, position probes, counts,
 // score lookups) goes out as one pipeline per Redis node — the nodes in
-// parallel, each under its own deadline — never a goroutine and a round trip
-// per shard. Errors still name their shard, the first one cancels the other
+// parallel (a goroutine for each but the first, which runs on the caller's),
+// each under its own deadline — never a goroutine and a round trip per shard. Errors still name their shard, the first one cancels the other
 // nodes, and with AllowPartial a failed node costs only its own shards.
 //
 // It imports internal/store, merge and rank; it must not import net/http,
@@ -21,8 +21,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/rankgate/rankgate/internal/merge"
 	"github.com/rankgate/rankgate/internal/rank"
@@ -153,25 +151,34 @@ func (r *Reader) Fanout(ctx context.Context, op string, b *Board, shards []int, 
 			}
 			return out, nil, nil
 		}
-		eg, gctx := errgroup.WithContext(ctx)
-		for _, g := range groups[1:] {
-			eg.Go(func() error { return run(gctx, g) })
+		// The first failure cancels the other nodes and is the answer (as
+		// errgroup.WithContext does); the first node runs on this goroutine.
+		gctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var once sync.Once
+		var first error
+		done := func(err error) {
+			if err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
 		}
-		eg.Go(func() error { return run(gctx, groups[0]) })
-		if err := eg.Wait(); err != nil {
-			return nil, nil, Unavailable(err)
+		var wg sync.WaitGroup
+		for _, g := range groups[1:] {
+			wg.Go(func() { done(run(gctx, g)) })
+		}
+		done(run(gctx, groups[0]))
+		wg.Wait()
+		if first != nil {
+			return nil, nil, Unavailable(first)
 		}
 		return out, nil, nil
 	}
-	if len(groups) == 1 {
-		_ = run(ctx, groups[0])
-	} else {
-		var wg sync.WaitGroup
-		for _, g := range groups {
-			wg.Go(func() { _ = run(ctx, g) })
-		}
-		wg.Wait()
+	var wg sync.WaitGroup
+	for _, g := range groups[1:] {
+		wg.Go(func() { _ = run(ctx, g) })
 	}
+	_ = run(ctx, groups[0])
+	wg.Wait()
 	var errs []error
 	failed := 0
 	for j := range out {

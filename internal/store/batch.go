@@ -109,16 +109,59 @@ func (s *Store) NodeOf(ctx context.Context, key string) string {
 	return n.Options().Addr
 }
 
-// ReadShards sends every read in one pipeline — one round trip per node
-// (go-redis splits a cluster pipeline by node, runs the nodes in parallel and
-// follows MOVED/ASK) — and writes each answer into out[i] (len(out) ≥
-// len(reads)). Seeks from the head of a shard are a native ZREVRANGE; the
-// other seeks and the position probes run their scripts with EVALSHA (a
-// NOSCRIPT inside the pipeline is re-run alone, which falls back to EVAL).
+// ReadShards sends every read in one pipeline — one round trip per node —
+// and writes each answer into out[i] (len(out) ≥ len(reads)). Seeks from
+// the head of a shard are a native ZREVRANGE; the other seeks and the
+// position probes run their scripts with EVALSHA (a NOSCRIPT inside the
+// pipeline is re-run alone, which falls back to EVAL).
+//
+// A read of the masters whose keys one master serves (readplan.Fanout's
+// per-node groups) goes straight to that master's own client: no slot
+// mapping per command and no goroutine per node inside go-redis's cluster
+// pipeline. When any of its commands fails (a MOVED or ASK while slots move,
+// a refused connection, …) the whole read is sent again through the cluster
+// pipeline, which follows redirects and retries as before; so does every
+// read of several nodes or of replicas.
 func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool, out []ShardReply) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	c, ro := s.reader(replica)
+	if node := s.masterOf(ctx, c, ro, reads); node != nil && s.readPipeline(ctx, node, reads, ro, out, true) {
+		return
+	}
+	s.readPipeline(ctx, c, reads, ro, out, false)
+}
+
+// masterOf is the client of the master that serves every read's key, or nil
+// (not a cluster, replica reads, keys of several masters, slot map unknown).
+func (s *Store) masterOf(ctx context.Context, c redis.UniversalClient, ro bool, reads []ShardRead) *redis.Client {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok || ro || len(reads) == 0 {
+		return nil
+	}
+	node, err := cc.MasterForKey(ctx, reads[0].Key)
+	if err != nil {
+		return nil
+	}
+	addr := node.Options().Addr
+	for i := 1; i < len(reads); i++ {
+		if reads[i].Key == reads[i-1].Key {
+			continue
+		}
+		n, err := cc.MasterForKey(ctx, reads[i].Key)
+		if err != nil || n.Options().Addr != addr {
+			return nil
+		}
+	}
+	return node
+}
+
+// readPipeline runs reads as one pipeline on c and parses the replies into
+// out. With direct (c is one master's own client) it gives up at the first
+// failed command that another route could answer — anything but NOSCRIPT
+// (re-run below) and an expired snapshot (an answer) — while ctx is live,
+// and reports false: the caller sends the read again through the cluster.
+func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, reads []ShardRead, ro bool, out []ShardReply, direct bool) bool {
 	cmds := make([]redis.Cmder, len(reads))
 	var multi [][]redis.Cmder // ReadPlace, ReadWindow: their commands, the first in cmds
 	pipe := c.Pipeline()
@@ -137,7 +180,15 @@ func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool,
 		}
 		cmds[i] = s.queueRead(ctx, pipe, &reads[i], ro)
 	}
-	_, _ = pipe.Exec(ctx) // per-command errors are read below
+	all, _ := pipe.Exec(ctx) // per-command errors are read below
+	if direct && ctx.Err() == nil {
+		for _, cmd := range all {
+			if err := cmd.Err(); err != nil && !isNoScript(err) && !redis.HasErrorPrefix(err, "SNAPSHOT_EXPIRED") {
+				s.m.directRetries.Inc()
+				return false
+			}
+		}
+	}
 	for i := range reads {
 		r := &reads[i]
 		switch r.Kind {
@@ -155,6 +206,7 @@ func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool,
 		}
 		out[i] = s.parseRead(r, cmd)
 	}
+	return true
 }
 
 // queuePlace queues a native position probe: ZCARD, then per probe

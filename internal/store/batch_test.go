@@ -15,7 +15,7 @@ import (
 
 // batchBoard writes members u000… onto a 16-shard board (ties included) and
 // returns its shard keys.
-func batchBoard(t *testing.T, e *env, members int) []string {
+func batchBoard(t testing.TB, e *env, members int) []string {
 	t.Helper()
 	ctx := ctxT(t, 20*time.Second)
 	b := shard.Board{Family: "learning", Period: "2026-W34", DimType: shard.National}

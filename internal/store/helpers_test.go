@@ -31,7 +31,7 @@ type env struct {
 
 // newEnv builds a Store on the test cluster through store.NewClient, with a
 // fresh registry and a unique prefix whose keys are removed at cleanup.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	addrs := testcluster.Addrs(t)
 	c, err := store.NewClient(store.ClientOptions{
@@ -58,7 +58,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // deletePrefix unlinks every key under prefix on every master.
-func deletePrefix(t *testing.T, cc *redis.ClusterClient, prefix string) {
+func deletePrefix(t testing.TB, cc *redis.ClusterClient, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
@@ -83,7 +83,7 @@ func deletePrefix(t *testing.T, cc *redis.ClusterClient, prefix string) {
 	}
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
+func ctxT(t testing.TB, d time.Duration) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -92,7 +92,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 
 // counterValue reads a counter (summed over its label sets) from a registry;
 // 0 when absent.
-func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+func counterValue(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -54,6 +54,9 @@ type metrics struct {
 	errors       *prometheus.CounterVec
 	noscript     prometheus.Counter
 	scriptErrors *prometheus.CounterVec
+	// directRetries: reads sent straight to a master that failed there and
+	// went again through the cluster pipeline (ReadShards).
+	directRetries prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -67,6 +70,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		scriptErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_script_errors_total", Help: "Lua script calls that returned an error, by script.",
 		}, []string{"script"}),
+		directRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rankgate_redis_read_rerouted_total",
+			Help: "Read pipelines sent straight to a master that failed there (a redirect while slots move, a refused connection) and were sent again through the cluster client.",
+		}),
 	}
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
@@ -78,7 +85,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors} {
+		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors, m.directRetries} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
