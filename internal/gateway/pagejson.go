@@ -2,16 +2,19 @@ package gateway
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rankgate/rankgate/internal/rank"
 )
 
-// MarshalJSON writes a page without reflection over its entries when they
-// were encoded once already (cached pages are encoded once per load, not
-// once per request): a hot cached Top-N then costs little more than writing
-// bytes.
+// MarshalJSON writes a page without reflection (appendEntries; entries with
+// a profile or metadata excepted), or with the entries encoded once already
+// (cached pages are encoded once per load, not once per request): a hot
+// cached Top-N then costs little more than writing bytes.
 func (p Page) MarshalJSON() ([]byte, error) {
 	if p.hit != nil && p.Source == SourceCache {
 		return p.hit.get(func() ([]byte, error) {
@@ -20,32 +23,17 @@ func (p Page) MarshalJSON() ([]byte, error) {
 			return q.MarshalJSON()
 		})
 	}
-	entries := p.entriesJSON
-	if entries == nil {
+	buf := make([]byte, 0, len(p.entriesJSON)+64*len(p.Entries)+192)
+	buf = appendMeta(buf, p.ReadMeta)
+	buf = append(buf, `,"entries":`...)
+	if p.entriesJSON != nil {
+		buf = append(buf, p.entriesJSON...)
+	} else {
 		var err error
-		if entries, err = encodeEntries(p); err != nil {
+		if buf, err = appendEntries(buf, p.Entries); err != nil {
 			return nil, err
 		}
 	}
-	buf := make([]byte, 0, len(entries)+192)
-	buf = append(buf, `{"board":`...)
-	buf = appendJSONString(buf, p.Board)
-	buf = append(buf, `,"source":`...)
-	buf = appendJSONString(buf, string(p.Source))
-	buf = append(buf, `,"as_of":`...)
-	buf = appendJSONString(buf, p.AsOf.Format(time.RFC3339Nano))
-	if p.Partial {
-		buf = append(buf, `,"partial":true,"missing_shards":[`...)
-		for i, m := range p.Missing {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = strconv.AppendInt(buf, int64(m), 10)
-		}
-		buf = append(buf, ']')
-	}
-	buf = append(buf, `,"entries":`...)
-	buf = append(buf, entries...)
 	if p.NextCursor != "" {
 		buf = append(buf, `,"next_cursor":`...)
 		buf = appendJSONString(buf, p.NextCursor)
@@ -53,11 +41,9 @@ func (p Page) MarshalJSON() ([]byte, error) {
 	return append(buf, '}'), nil
 }
 
+// encodeEntries is a page's entries as JSON (a cached page keeps them so).
 func encodeEntries(p Page) ([]byte, error) {
-	if p.Entries == nil {
-		return []byte("[]"), nil
-	}
-	return json.Marshal(p.Entries)
+	return appendEntries(make([]byte, 0, 64*len(p.Entries)+2), p.Entries)
 }
 
 // lazyBody holds bytes computed once, shared by copies of a cached page.
@@ -106,4 +92,145 @@ func appendJSONString(buf []byte, s string) []byte {
 		i += size
 	}
 	return append(buf, '"')
+}
+
+// appendMeta writes a read's metadata fields, from `{"board":` up to (not
+// including) the next field's comma, as encoding/json writes ReadMeta.
+func appendMeta(buf []byte, m ReadMeta) []byte {
+	buf = append(buf, `{"board":`...)
+	buf = appendJSONString(buf, m.Board)
+	buf = append(buf, `,"source":`...)
+	buf = appendJSONString(buf, string(m.Source))
+	buf = append(buf, `,"as_of":`...)
+	buf = appendJSONString(buf, m.AsOf.Format(time.RFC3339Nano))
+	if m.Partial {
+		buf = append(buf, `,"partial":true`...)
+	}
+	if len(m.Missing) > 0 {
+		buf = append(buf, `,"missing_shards":[`...)
+		for i, s := range m.Missing {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = strconv.AppendInt(buf, int64(s), 10)
+		}
+		buf = append(buf, ']')
+	}
+	return buf
+}
+
+// memberJSON is MemberStanding without its MarshalJSON (the fallback).
+type memberJSON MemberStanding
+
+// MarshalJSON writes a standing without reflection — a member's rank is the
+// hottest small answer. With a profile or metadata (raw JSON that
+// encoding/json checks and compacts) it is encoding/json's.
+func (m MemberStanding) MarshalJSON() ([]byte, error) {
+	if m.Profile != nil || m.Metadata != nil {
+		return json.Marshal(memberJSON(m))
+	}
+	buf := make([]byte, 0, 192+len(m.Board)+len(m.User)+24*len(m.Columns))
+	buf = appendMeta(buf, m.ReadMeta)
+	buf = append(buf, `,"user":`...)
+	buf = appendJSONString(buf, m.User)
+	buf = append(buf, `,"points":`...)
+	buf = strconv.AppendInt(buf, m.Points, 10)
+	buf = append(buf, `,"position":`...)
+	buf = strconv.AppendInt(buf, m.Position, 10)
+	buf = append(buf, `,"rank":`...)
+	buf = strconv.AppendInt(buf, m.Rank, 10)
+	buf = append(buf, `,"members":`...)
+	buf = strconv.AppendInt(buf, m.Members, 10)
+	buf = append(buf, `,"percentile":`...)
+	var err error
+	if buf, err = appendJSONFloat(buf, m.Percentile); err != nil {
+		return nil, err
+	}
+	if len(m.Columns) > 0 {
+		buf = appendColumns(append(buf, `,"columns":`...), m.Columns)
+	}
+	return append(buf, '}'), nil
+}
+
+// appendJSONFloat writes f as encoding/json writes a float64.
+func appendJSONFloat(buf []byte, f float64) ([]byte, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
+	}
+	abs, format := math.Abs(f), byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	n := len(buf)
+	buf = strconv.AppendFloat(buf, f, format, -1, 64)
+	if format == 'e' { // clean up e-09 to e-9, as encoding/json does
+		if k := len(buf) - n; k >= 4 && buf[len(buf)-4] == 'e' && buf[len(buf)-3] == '-' && buf[len(buf)-2] == '0' {
+			buf[len(buf)-2] = buf[len(buf)-1]
+			buf = buf[:len(buf)-1]
+		}
+	}
+	return buf, nil
+}
+
+// appendColumns writes sort-column values as an object, keys sorted (as
+// encoding/json writes a map).
+func appendColumns(buf []byte, cols map[string]int64) []byte {
+	var small [8]string
+	keys := small[:0]
+	for k := range cols {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, k)
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, cols[k], 10)
+	}
+	return append(buf, '}')
+}
+
+// sortStrings is an insertion sort: a family has a handful of columns.
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// appendEntries writes entries as encoding/json writes []rank.Entry: by
+// hand, except an entry with a profile or metadata (encoding/json's).
+func appendEntries(buf []byte, entries []rank.Entry) ([]byte, error) {
+	buf = append(buf, '[')
+	for i := range entries {
+		e := &entries[i]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		if e.Profile != nil || e.Metadata != nil {
+			b, err := json.Marshal(e)
+			if err != nil {
+				return nil, err
+			}
+			buf = append(buf, b...)
+			continue
+		}
+		buf = append(buf, `{"user":`...)
+		buf = appendJSONString(buf, e.User)
+		buf = append(buf, `,"points":`...)
+		buf = strconv.AppendInt(buf, e.Points, 10)
+		buf = append(buf, `,"position":`...)
+		buf = strconv.AppendInt(buf, e.Position, 10)
+		buf = append(buf, `,"rank":`...)
+		buf = strconv.AppendInt(buf, e.Rank, 10)
+		if len(e.Columns) > 0 {
+			buf = appendColumns(append(buf, `,"columns":`...), e.Columns)
+		}
+		buf = append(buf, '}')
+	}
+	return append(buf, ']'), nil
 }
