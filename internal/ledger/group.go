@@ -353,17 +353,19 @@ func (g *group) queueDuplicates(b *pgx.Batch) (found []bool) {
 	var t BoardTotal
 	var points, version, seq *int64
 	var present *bool
-	b.Queue(`SELECT u.n, t.points, t.version, t.seq, t.present
+	var cols []int64
+	var md *string
+	b.Queue(`SELECT u.n, t.points, t.version, t.seq, t.present, t.columns, t.metadata
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, board, n)
 		CROSS JOIN LATERAL (SELECT family, period, member FROM events e WHERE e.event_id = u.id) AS e
-		LEFT JOIN LATERAL (SELECT points, version, seq, present FROM totals t WHERE t.family = e.family
+		LEFT JOIN LATERAL (SELECT points, version, seq, present, columns, metadata FROM totals t WHERE t.family = e.family
 			AND t.period = e.period AND t.board = u.board AND t.member = e.member) AS t ON true`, ids, boards).Query(func(rows pgx.Rows) error {
-		_, err := pgx.ForEachRow(rows, []any{&n, &points, &version, &seq, &present}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&n, &points, &version, &seq, &present, &cols, &md}, func() error {
 			p := at[n-1]
 			found[p.item] = true
 			t = BoardTotal{Board: boards[n-1], Seq: -1}
 			if points != nil {
-				t.Points, t.Version, t.Seq, t.Present = *points, *version, *seq, *present
+				t.Points, t.Version, t.Seq, t.Present, t.Columns, t.Metadata = *points, *version, *seq, *present, slices.Clone(cols), *md
 			}
 			g.items[p.item].result.Outcome.Boards[p.board] = t
 			return nil
@@ -387,6 +389,7 @@ func (g *group) queueInsertEvents(b *pgx.Batch, ids []string, firstOf map[string
 			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		deltas, values     = make([]*int64, n), make([]*int64, n)
 		received, occurred = make([]time.Time, n), make([]time.Time, n)
+		cols, mds          = make([]*string, n), make([]string, n)
 	)
 	for j, id := range ids {
 		ev := &g.items[firstOf[id]].ev
@@ -401,19 +404,22 @@ func (g *group) queueInsertEvents(b *pgx.Batch, ids []string, firstOf map[string
 		kinds[j], families[j], periods[j], members[j], dims[j] = ev.Kind, ev.Family, ev.Period, ev.Member, string(dj)
 		operators[j], reasons[j], rules[j] = ev.Operator, ev.Reason, ev.RulesVersion
 		deltas[j], values[j], received[j], occurred[j] = ev.Delta, ev.Value, ev.ReceivedAt, ev.OccurredAt
+		cols[j], mds[j] = colsText(ev.Columns), ev.Metadata
 	}
 	// Inserted marked projected: what Redis must learn is listed in the
 	// group's projection_pending row (see write).
 	b.Queue(`INSERT INTO events (event_id, kind, family, period, member, dims, delta, value,
-			operator, reason, rules_version, received_at, occurred_at, projected)
-		SELECT id, kind, family, period, member, dims::jsonb, delta, value, operator, reason, rules_version, received_at, occurred_at, true
+			operator, reason, rules_version, received_at, occurred_at, projected, columns, metadata)
+		SELECT id, kind, family, period, member, dims::jsonb, delta, value, operator, reason, rules_version, received_at, occurred_at, true,
+			cols::bigint[], metadata
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-			$9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[]) WITH ORDINALITY
-			AS u(id, kind, family, period, member, dims, delta, value, operator, reason, rules_version, received_at, occurred_at, n)
+			$9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[]) WITH ORDINALITY
+			AS u(id, kind, family, period, member, dims, delta, value, operator, reason, rules_version, received_at, occurred_at,
+				cols, metadata, n)
 		ORDER BY n
 		ON CONFLICT (event_id) DO NOTHING
 		RETURNING event_id`,
-		ids, kinds, families, periods, members, dims, deltas, values, operators, reasons, rules, received, occurred).Query(func(rows pgx.Rows) error {
+		ids, kinds, families, periods, members, dims, deltas, values, operators, reasons, rules, received, occurred, cols, mds).Query(func(rows pgx.Rows) error {
 		var id string
 		_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
 			out[id] = true
@@ -497,11 +503,13 @@ func queueLockTotals(b *pgx.Batch, keys []totalsKey, openOnly bool) map[totalsKe
 	var t totalsRow
 	// A lookup per key (a join would be planned as a hash join over the
 	// whole table); the rows are this transaction's now.
-	b.Queue(`SELECT t.family, t.period, t.board, t.member, t.points, t.version, t.seq, t.present, t.live
+	b.Queue(`SELECT t.family, t.period, t.board, t.member, t.points, t.version, t.seq, t.present, t.live, t.columns, t.metadata
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(family, period, board, member)
 		CROSS JOIN LATERAL (SELECT * FROM totals t WHERE t.family = u.family AND t.period = u.period
 			AND t.board = u.board AND t.member = u.member) AS t`, fs, ps, bs, ms).Query(func(rows pgx.Rows) error {
-		_, err := pgx.ForEachRow(rows, []any{&k.family, &k.period, &k.board, &k.member, &t.points, &t.version, &t.seq, &t.present, &t.live}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&k.family, &k.period, &k.board, &k.member, &t.points, &t.version, &t.seq, &t.present, &t.live,
+			&t.cols, &t.md}, func() error {
+			t.cols = slices.Clone(t.cols)
 			out[k] = t
 			return nil
 		})
@@ -708,7 +716,8 @@ func (g *group) finish(found []bool) error {
 		out := Outcome{Boards: make([]BoardTotal, len(it.boards))}
 		for j, gb := range it.boards {
 			out.Boards[j] = BoardTotal{Board: gb.key.board, Points: gb.next.row.points, Version: gb.next.row.version,
-				Seq: gb.next.seq(g.base), Present: gb.next.row.present, Changed: gb.changed}
+				Seq: gb.next.seq(g.base), Present: gb.next.row.present, Changed: gb.changed,
+				Columns: gb.next.row.colsOr(), Metadata: gb.next.row.md}
 		}
 		it.result = GroupResult{Outcome: out}
 		if out.Changed() {
@@ -728,6 +737,7 @@ func (g *group) queueEventBoards(b *pgx.Batch, need map[periodKey]int) (changed 
 		ebApplied, ebTotal, ebVer []int64
 		ebChanged, ebPresent      []bool
 		ebSeqB, ebSeqA            seqCols
+		ebColsB, ebColsA          []*string
 	)
 	for i := range g.items {
 		it := &g.items[i]
@@ -748,20 +758,22 @@ func (g *group) queueEventBoards(b *pgx.Batch, need map[periodKey]int) (changed 
 			ebSeqB.add(gb.cur, true, need)
 			ebSeqA.add(gb.next, true, need)
 			ebTotal, ebPresent, ebVer = append(ebTotal, gb.next.row.points), append(ebPresent, gb.next.row.present), append(ebVer, gb.next.row.version)
+			ebColsB, ebColsA = append(ebColsB, colsText(gb.cur.row.colsOr())), append(ebColsA, colsText(gb.next.row.colsOr()))
 		}
 		if anyChanged {
 			moved = append(moved, it.ev.EventID) // else nothing for Redis to learn
 		}
 	}
 	if len(ebID) > 0 {
-		b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after)
-			SELECT id, board, applied, changed, `+seqExpr("b")+`, `+seqExpr("a")+`, total, present, version
+		b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after,
+				cols_before, cols_after)
+			SELECT id, board, applied, changed, `+seqExpr("b")+`, `+seqExpr("a")+`, total, present, version, colsb::bigint[], colsa::bigint[]
 			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::boolean[], $5::bigint[], $6::boolean[], $7::bigint[],
 				$8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[],
-				$13::text[], $14::text[], $15::bigint[], $16::bigint[], $17::bigint[])
-				AS u(id, board, applied, changed, total, present, version, bfam, bper, bk, bneed, bseq, afam, aper, ak, aneed, aseq)`,
+				$13::text[], $14::text[], $15::bigint[], $16::bigint[], $17::bigint[], $18::text[], $19::text[])
+				AS u(id, board, applied, changed, total, present, version, bfam, bper, bk, bneed, bseq, afam, aper, ak, aneed, aseq, colsb, colsa)`,
 			ebID, ebBoard, ebApplied, ebChanged, ebTotal, ebPresent, ebVer,
-			ebSeqB.fam, ebSeqB.per, ebSeqB.k, ebSeqB.need, ebSeqB.seq, ebSeqA.fam, ebSeqA.per, ebSeqA.k, ebSeqA.need, ebSeqA.seq)
+			ebSeqB.fam, ebSeqB.per, ebSeqB.k, ebSeqB.need, ebSeqB.seq, ebSeqA.fam, ebSeqA.per, ebSeqA.k, ebSeqA.need, ebSeqA.seq, ebColsB, ebColsA)
 	}
 	return changed, drop, moved
 }
@@ -781,21 +793,24 @@ func queueTotals(b *pgx.Batch, cur map[totalsKey]gRow, changed map[totalsKey]boo
 	bs, ms := make([]string, n), make([]string, n)
 	pts, vers, lives := make([]int64, n), make([]int64, n), make([]int64, n)
 	pres := make([]bool, n)
+	cols, mds := make([]*string, n), make([]string, n)
 	var seqs seqCols
 	for i, k := range keys {
 		r := cur[k]
 		bs[i], ms[i] = k.board, k.member
 		pts[i], vers[i], lives[i], pres[i] = r.row.points, r.row.version, r.row.live, r.row.present
+		cols[i], mds[i] = colsText(r.row.colsOr()), r.row.md
 		seqs.add(r, false, need)
 	}
 	// An upsert: one index probe per row whatever the size of the table (an
 	// UPDATE … FROM may be planned as a join over the whole table).
-	b.Queue(`INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live)
-		SELECT sfam, sper, board, member, points, version, `+seqExpr("s")+`, present, live
+	b.Queue(`INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live, columns, metadata)
+		SELECT sfam, sper, board, member, points, version, `+seqExpr("s")+`, present, live, cols::bigint[], md
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::boolean[], $8::bigint[],
-			$9::bigint[], $10::bigint[], $11::bigint[])
-			AS u(sfam, sper, board, member, points, version, present, live, sk, sneed, sseq)
+			$9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[])
+			AS u(sfam, sper, board, member, points, version, present, live, sk, sneed, sseq, cols, md)
 		ON CONFLICT (family, period, board, member) DO UPDATE SET points = EXCLUDED.points, version = EXCLUDED.version,
-			seq = EXCLUDED.seq, present = EXCLUDED.present, live = EXCLUDED.live, updated_at = now()`,
-		seqs.fam, seqs.per, bs, ms, pts, vers, pres, lives, seqs.k, seqs.need, seqs.seq)
+			seq = EXCLUDED.seq, present = EXCLUDED.present, live = EXCLUDED.live, columns = EXCLUDED.columns,
+			metadata = EXCLUDED.metadata, updated_at = now()`,
+		seqs.fam, seqs.per, bs, ms, pts, vers, pres, lives, seqs.k, seqs.need, seqs.seq, cols, mds)
 }

@@ -630,7 +630,7 @@ func runSteps(t *testing.T, l *Ledger, r Rules, steps []step) {
 		if err != nil {
 			t.Fatalf("step %d (%s): %v", i, s.ev.EventID, err)
 		}
-		if out.Duplicate != s.dup || len(out.Boards) != 1 || out.Boards[0] != s.want {
+		if out.Duplicate != s.dup || len(out.Boards) != 1 || !reflect.DeepEqual(out.Boards[0], s.want) {
 			t.Fatalf("step %d (%s): got %+v, want duplicate=%v %+v", i, s.ev.EventID, out, s.dup, s.want)
 		}
 	}
@@ -1411,7 +1411,7 @@ func TestTotals(t *testing.T) {
 				t.Fatal(err)
 			}
 			got.UpdatedAt = time.Time{}
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Total = %+v, want %+v", got, tc.want)
 			}
 		})

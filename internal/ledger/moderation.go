@@ -229,6 +229,8 @@ type HistoryEntry struct {
 	// Delta: a sum event's delta; a reversal's or removal's change on this
 	// board. Value: a max/min event's value, a projection's total.
 	Delta, Value *int64
+	// Columns: the sort column values the event carried (nil: none).
+	Columns      []int64
 	Reverses     string
 	ReversedBy   string
 	PointsBefore int64
@@ -254,7 +256,7 @@ func (l *Ledger) History(ctx context.Context, family, period, board, member stri
 	}
 	var out []HistoryEntry
 	err := l.withConn(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT e.event_id, e.kind, e.delta, e.value, coalesce(e.reverses, ''), coalesce(e.reversed_by, ''),
+		rows, err := c.Query(ctx, `SELECT e.event_id, e.kind, e.delta, e.value, e.columns, coalesce(e.reverses, ''), coalesce(e.reversed_by, ''),
 				eb.applied, eb.total_after, eb.present_after, eb.changed, e.occurred_at, e.recorded_at, e.operator, e.reason,
 				coalesce(eb.ord, 0), eb.version_after
 			FROM events e JOIN event_boards eb ON eb.event_id = e.event_id
@@ -267,7 +269,7 @@ func (l *Ledger) History(ctx context.Context, family, period, board, member stri
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (HistoryEntry, error) {
 			var h HistoryEntry
 			var applied int64
-			err := r.Scan(&h.EventID, &h.Kind, &h.Delta, &h.Value, &h.Reverses, &h.ReversedBy, &applied, &h.PointsAfter,
+			err := r.Scan(&h.EventID, &h.Kind, &h.Delta, &h.Value, &h.Columns, &h.Reverses, &h.ReversedBy, &applied, &h.PointsAfter,
 				&h.PresentAfter, &h.Changed, &h.At, &h.RecordedAt, &h.Operator, &h.Reason, &h.Cursor.Ord, &h.Cursor.Version)
 			h.Cursor.EventID = h.EventID
 			h.PointsBefore = h.PointsAfter - applied

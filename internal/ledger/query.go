@@ -29,7 +29,7 @@ func pageLimit(limit, def int) int {
 func (l *Ledger) Totals(ctx context.Context, family, period, board, afterMember string, limit int) ([]MemberTotal, error) {
 	var out []MemberTotal
 	err := l.withConn(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT member, points, version, seq, present, updated_at FROM totals
+		rows, err := c.Query(ctx, `SELECT member, points, version, seq, present, updated_at, columns, metadata FROM totals
 			WHERE family = $1 AND period = $2 AND board = $3 AND member > $4 AND present
 			ORDER BY member LIMIT $5`, family, period, board, afterMember, pageLimit(limit, 1000))
 		if err != nil {
@@ -37,7 +37,7 @@ func (l *Ledger) Totals(ctx context.Context, family, period, board, afterMember 
 		}
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (MemberTotal, error) {
 			var t MemberTotal
-			err := r.Scan(&t.Member, &t.Points, &t.Version, &t.Seq, &t.Present, &t.UpdatedAt)
+			err := r.Scan(&t.Member, &t.Points, &t.Version, &t.Seq, &t.Present, &t.UpdatedAt, &t.Columns, &t.Metadata)
 			return t, err
 		})
 		return err
@@ -54,9 +54,9 @@ func (l *Ledger) Totals(ctx context.Context, family, period, board, afterMember 
 func (l *Ledger) Total(ctx context.Context, family, period, board, member string) (MemberTotal, error) {
 	t := MemberTotal{Member: member, Seq: -1}
 	err := l.withConn(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT points, version, seq, present, updated_at FROM totals
+		return c.QueryRow(ctx, `SELECT points, version, seq, present, updated_at, columns, metadata FROM totals
 			WHERE family = $1 AND period = $2 AND board = $3 AND member = $4`, family, period, board, member).
-			Scan(&t.Points, &t.Version, &t.Seq, &t.Present, &t.UpdatedAt)
+			Scan(&t.Points, &t.Version, &t.Seq, &t.Present, &t.UpdatedAt, &t.Columns, &t.Metadata)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return MemberTotal{Member: member, Seq: -1}, nil
@@ -156,7 +156,7 @@ func (l *Ledger) Unprojected(ctx context.Context, olderThan time.Duration, limit
 			ids[i], idx[p.EventID] = p.EventID, i
 		}
 		rows, err = c.Query(ctx, `SELECT eb.event_id, eb.board, coalesce(t.points, 0), coalesce(t.version, 0),
-				coalesce(t.seq, -1), coalesce(t.present, false)
+				coalesce(t.seq, -1), coalesce(t.present, false), t.columns, coalesce(t.metadata, '')
 			FROM event_boards eb
 			JOIN events e ON e.event_id = eb.event_id
 			LEFT JOIN totals t ON t.family = e.family AND t.period = e.period AND t.board = eb.board AND t.member = e.member
@@ -167,8 +167,9 @@ func (l *Ledger) Unprojected(ctx context.Context, olderThan time.Duration, limit
 		}
 		var id string
 		var bt BoardTotal
-		_, err = pgx.ForEachRow(rows, []any{&id, &bt.Board, &bt.Points, &bt.Version, &bt.Seq, &bt.Present}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&id, &bt.Board, &bt.Points, &bt.Version, &bt.Seq, &bt.Present, &bt.Columns, &bt.Metadata}, func() error {
 			p := &out[idx[id]]
+			bt.Columns = slices.Clone(bt.Columns)
 			p.Boards = append(p.Boards, bt)
 			return nil
 		})

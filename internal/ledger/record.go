@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -198,6 +199,9 @@ func normalize(ev Event, r Rules, projection bool) (Event, error) {
 	if ev.EventID == "" {
 		return bad("event_id is required")
 	}
+	if err := checkEventCols(ev, r, ev.Kind != KindReversal); err != nil {
+		return ev, err
+	}
 	if ev.Period == "" && ev.Kind != KindReversal {
 		return bad("period is required")
 	}
@@ -239,6 +243,16 @@ func withTimes(ev Event) Event {
 type totalsRow struct {
 	points, version, seq, live int64
 	present                    bool
+	cols                       []int64 // sort columns (nil: absent, or no columns)
+	md                         string  // metadata of the change that set the standing
+}
+
+// colsOr returns the row's columns when present, else nil (absent).
+func (t totalsRow) colsOr() []int64 {
+	if t.present {
+		return t.cols
+	}
+	return nil
 }
 
 // seqOr returns the row's seq when present, else −1 (absent).
@@ -251,11 +265,12 @@ func (t totalsRow) seqOr() int64 {
 
 // origBoard is what the original of a reversal did to one board.
 type origBoard struct {
-	ord                 int64 // event_boards.ord (0: recorded before it existed)
-	applied             int64
-	changed             bool
-	seqBefore, seqAfter int64
-	totalAfter          int64
+	ord                   int64 // event_boards.ord (0: recorded before it existed)
+	applied               int64
+	changed               bool
+	seqBefore, seqAfter   int64
+	totalAfter            int64
+	colsBefore, colsAfter []int64 // nil: absent (or no columns)
 }
 
 // boardState is one board of the event being written.
@@ -314,26 +329,45 @@ func (w *writer) award(st *boardState) error {
 		before = cur.points
 	}
 	var p int64
+	var cols []int64
 	switch w.r.Aggregate {
 	case "sum":
 		var ok bool
 		if p, ok = addInt(before, *w.ev.Delta); !ok {
 			return w.outOfRange(st.board, "points overflow")
 		}
+		cols = combineCols(w.r.Columns, cur.colsOr(), w.ev.Columns)
 	case "max", "min":
+		// The whole tuple (points, columns…) is compared; the best is kept.
 		v := *w.ev.Value
-		improved := !cur.present || (w.r.Aggregate == "max" && v > cur.points) || (w.r.Aggregate == "min" && v < cur.points)
+		improved := !cur.present || (w.r.Aggregate == "max" && v > cur.points) || (w.r.Aggregate == "min" && v < cur.points) ||
+			(v == cur.points && len(w.r.Columns) > 0 && cmpCols(w.r.Columns, w.ev.Columns, cur.cols) > 0)
 		if !improved {
 			st.next = cur
 			return nil
 		}
-		p = v
+		p, cols = v, w.ev.Columns
 	}
 	if err := w.checkPoints(st.board, p); err != nil {
 		return err
 	}
-	st.next = totalsRow{points: p, version: cur.version + 1, present: true, live: cur.live + 1}
+	if err := w.checkCols(st.board, cols); err != nil {
+		return err
+	}
+	st.next = totalsRow{points: p, version: cur.version + 1, present: true, live: cur.live + 1, cols: cols, md: w.ev.Metadata}
 	st.changed, st.newSeq, st.applied = true, true, p-before
+	return nil
+}
+
+// checkCols refuses columns outside their ranges (a sum column can outgrow
+// its max).
+func (w *writer) checkCols(board string, cols []int64) error {
+	if cols == nil {
+		return nil
+	}
+	if msg := colsInRange(w.r.Columns, cols); msg != "" {
+		return w.outOfRange(board, msg)
+	}
 	return nil
 }
 
@@ -347,9 +381,10 @@ func (w *writer) project(st *boardState) error {
 	if err := w.checkPoints(st.board, v); err != nil {
 		return err
 	}
-	st.next = totalsRow{points: v, version: w.ev.Version, present: true, live: cur.live, seq: cur.seq}
+	st.next = totalsRow{points: v, version: w.ev.Version, present: true, live: cur.live, seq: cur.seq,
+		cols: w.ev.Columns, md: w.ev.Metadata}
 	st.changed = true
-	st.newSeq = !(cur.present && cur.points == v)
+	st.newSeq = !(cur.present && cur.points == v && slices.Equal(cur.cols, w.ev.Columns))
 	if cur.present {
 		st.applied = v - cur.points
 	} else {
@@ -448,7 +483,7 @@ func (w *writer) reverse(ctx context.Context) (Outcome, error) {
 // readOrigBoards reads what the original of a reversal did to each board, and
 // its boards in order.
 func readOrigBoards(ctx context.Context, q querier, id string) (map[string]origBoard, []string, error) {
-	rows, err := q.Query(ctx, `SELECT board, applied, changed, seq_before, seq_after, total_after, coalesce(ord, 0)
+	rows, err := q.Query(ctx, `SELECT board, applied, changed, seq_before, seq_after, total_after, coalesce(ord, 0), cols_before, cols_after
 		FROM event_boards WHERE event_id = $1 ORDER BY board`, id)
 	if err != nil {
 		return nil, nil, err
@@ -457,7 +492,8 @@ func readOrigBoards(ctx context.Context, q querier, id string) (map[string]origB
 	var boards []string
 	var b string
 	var o origBoard
-	_, err = pgx.ForEachRow(rows, []any{&b, &o.applied, &o.changed, &o.seqBefore, &o.seqAfter, &o.totalAfter, &o.ord}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&b, &o.applied, &o.changed, &o.seqBefore, &o.seqAfter, &o.totalAfter, &o.ord, &o.colsBefore, &o.colsAfter}, func() error {
+		o.colsBefore, o.colsAfter = slices.Clone(o.colsBefore), slices.Clone(o.colsAfter)
 		orig[b] = o
 		boards = append(boards, b)
 		return nil
@@ -497,12 +533,22 @@ func (w *writer) reverseSum(st *boardState, o origBoard) error {
 	if err := w.checkPoints(st.board, p); err != nil {
 		return err
 	}
-	next := totalsRow{points: p, version: cur.version + 1, present: true, live: max(cur.live-1, 0)}
+	next := totalsRow{points: p, version: cur.version + 1, present: true, live: max(cur.live-1, 0),
+		cols: reverseCols(w.r.Columns, cur.colsOr(), o.colsBefore, o.colsAfter), md: cur.md}
+	if !cur.present {
+		next.md = ""
+	}
 	latest := !w.r.TieFirst || (cur.present && cur.seq == o.seqAfter)
+	gone := cur.live <= 1 && p == 0
+	if !gone {
+		if err := w.checkCols(st.board, next.cols); err != nil {
+			return err
+		}
+	}
 	switch {
-	case cur.live <= 1 && p == 0:
+	case gone:
 		// The member's only live change undone: off the board, as if it never happened.
-		next.present, next.seq, next.points = false, -1, 0
+		next.present, next.seq, next.points, next.cols, next.md = false, -1, 0, nil, ""
 	case !w.r.TieFirst:
 		next.seq = 0
 	case latest && o.seqBefore >= 0:
@@ -522,22 +568,9 @@ func (w *writer) reverseSum(st *boardState, o origBoard) error {
 // Events from before the member's latest removal there (ord ≤ floor) no
 // longer count.
 func (w *writer) reverseBest(ctx context.Context, st *boardState, o origBoard, floor int64) error {
-	order := "DESC"
-	if w.r.Aggregate == "min" {
-		order = "ASC"
-	}
-	var best, bestSeq int64
-	var bestChanged bool
-	err := w.tx.QueryRow(ctx, `SELECT e.value, eb.changed, eb.seq_after
-		FROM events e JOIN event_boards eb ON eb.event_id = e.event_id
-		WHERE e.family = $1 AND e.period = $2 AND e.member = $3 AND eb.board = $4
-		  AND e.kind IN ('award', 'correction') AND e.reversed_by IS NULL AND e.event_id <> $5
-		  AND e.value IS NOT NULL AND ($6::bigint = 0 OR coalesce(eb.ord, 0) > $6)
-		ORDER BY e.value `+order+`, eb.changed DESC, eb.seq_after ASC
-		LIMIT 1`, w.ev.Family, w.ev.Period, w.ev.Member, st.board, w.ev.Reverses, floor).Scan(&best, &bestChanged, &bestSeq)
-	found := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("ledger: recomputing %s of %s on %s: %w", w.r.Aggregate, w.ev.Member, st.board, err)
+	best, found, err := w.bestRemaining(ctx, st.board, floor)
+	if err != nil {
+		return err
 	}
 	cur := st.cur
 	live := cur.live
@@ -552,26 +585,74 @@ func (w *writer) reverseBest(ctx context.Context, st *boardState, o origBoard, f
 			st.applied = 0
 		}
 	} else {
-		if err := w.checkPoints(st.board, best); err != nil {
+		if err := w.checkPoints(st.board, best.value); err != nil {
 			return err
 		}
-		next.points, next.present = best, true
-		origIsSource := o.changed && cur.present && cur.seq == o.seqAfter && cur.points == o.totalAfter
+		next.points, next.present, next.cols, next.md = best.value, true, best.cols, best.md
+		origIsSource := o.changed && cur.present && cur.seq == o.seqAfter && cur.points == o.totalAfter &&
+			slices.Equal(cur.cols, o.colsAfter)
 		switch {
-		case cur.present && best == cur.points && !origIsSource:
-			next.seq = cur.seq // the best stands, reached when it was
-		case bestChanged:
-			next.seq = bestSeq // first reached by that event
+		case cur.present && best.value == cur.points && slices.Equal(best.cols, cur.cols) && !origIsSource:
+			next.seq, next.md = cur.seq, cur.md // the best stands, reached when it was, by the event that reached it
+		case best.changed:
+			next.seq = best.seq // first reached by that event
 		default:
 			st.newSeq = true
 		}
-		st.applied = best
+		st.applied = best.value
 		if cur.present {
-			st.applied = best - cur.points
+			st.applied = best.value - cur.points
 		}
 	}
 	st.next, st.changed = next, true
 	return nil
+}
+
+// bestEvent is a max/min event still counting on a board.
+type bestEvent struct {
+	value   int64
+	cols    []int64
+	md      string
+	changed bool
+	seq     int64
+}
+
+// bestRemaining finds the best of the member's events on board other than
+// the one being reversed, not reversed and after the latest removal there
+// (ord > floor): by value, then (sort columns) the whole tuple in board
+// order; among equal ones the event that first reached it by improving.
+func (w *writer) bestRemaining(ctx context.Context, board string, floor int64) (bestEvent, bool, error) {
+	order := "DESC"
+	if w.r.Aggregate == "min" {
+		order = "ASC"
+	}
+	limit := "LIMIT 1"
+	if len(w.r.Columns) > 0 {
+		limit = "" // the tuple is compared below
+	}
+	rows, err := w.tx.Query(ctx, `SELECT e.value, e.columns, e.metadata, eb.changed, eb.seq_after
+		FROM events e JOIN event_boards eb ON eb.event_id = e.event_id
+		WHERE e.family = $1 AND e.period = $2 AND e.member = $3 AND eb.board = $4
+		  AND e.kind IN ('award', 'correction') AND e.reversed_by IS NULL AND e.event_id <> $5
+		  AND e.value IS NOT NULL AND ($6::bigint = 0 OR coalesce(eb.ord, 0) > $6)
+		ORDER BY e.value `+order+`, eb.changed DESC, eb.seq_after ASC `+limit,
+		w.ev.Family, w.ev.Period, w.ev.Member, board, w.ev.Reverses, floor)
+	if err != nil {
+		return bestEvent{}, false, fmt.Errorf("ledger: recomputing %s of %s on %s: %w", w.r.Aggregate, w.ev.Member, board, err)
+	}
+	var best, e bestEvent
+	found := false
+	_, err = pgx.ForEachRow(rows, []any{&e.value, &e.cols, &e.md, &e.changed, &e.seq}, func() error {
+		if !found || (e.value == best.value && cmpCols(w.r.Columns, e.cols, best.cols) > 0) {
+			best, found = e, true
+			best.cols = slices.Clone(e.cols)
+		}
+		return nil
+	})
+	if err != nil {
+		return bestEvent{}, false, fmt.Errorf("ledger: recomputing %s of %s on %s: %w", w.r.Aggregate, w.ev.Member, board, err)
+	}
+	return best, found, nil
 }
 
 // insertEvent inserts the event row; false: the id is already recorded.
@@ -594,11 +675,11 @@ func (w *writer) insertEvent(ctx context.Context) (bool, error) {
 		reverses = &ev.Reverses
 	}
 	tag, err := w.tx.Exec(ctx, `INSERT INTO events (event_id, kind, family, period, member, dims, delta, value, version,
-			reverses, operator, reason, rules_version, received_at, occurred_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			reverses, operator, reason, rules_version, received_at, occurred_at, columns, metadata)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 		ON CONFLICT (event_id) DO NOTHING`,
 		ev.EventID, ev.Kind, ev.Family, ev.Period, ev.Member, string(dj), ev.Delta, ev.Value, version,
-		reverses, ev.Operator, ev.Reason, ev.RulesVersion, ev.ReceivedAt, ev.OccurredAt)
+		reverses, ev.Operator, ev.Reason, ev.RulesVersion, ev.ReceivedAt, ev.OccurredAt, ev.Columns, ev.Metadata)
 	if err != nil {
 		return false, fmt.Errorf("ledger: inserting event %s: %w", ev.EventID, err)
 	}
@@ -717,15 +798,19 @@ func (w *writer) finish(ctx context.Context, reverses string) (Outcome, error) {
 	out := Outcome{Boards: make([]BoardTotal, len(w.states))}
 	for i, st := range w.states {
 		if st.changed {
-			b.Queue(`UPDATE totals SET points = $5, version = $6, seq = $7, present = $8, live = $9, updated_at = now()
+			b.Queue(`UPDATE totals SET points = $5, version = $6, seq = $7, present = $8, live = $9, columns = $10, metadata = $11,
+				updated_at = now()
 				WHERE family = $1 AND period = $2 AND board = $3 AND member = $4`,
-				ev.Family, ev.Period, st.board, ev.Member, st.next.points, st.next.version, st.next.seq, st.next.present, st.next.live)
+				ev.Family, ev.Period, st.board, ev.Member, st.next.points, st.next.version, st.next.seq, st.next.present, st.next.live,
+				st.next.colsOr(), st.next.md)
 		}
-		b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			ev.EventID, st.board, st.applied, st.changed, st.cur.seqOr(), st.next.seqOr(), st.next.points, st.next.present, st.next.version)
+		b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after,
+				cols_before, cols_after)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			ev.EventID, st.board, st.applied, st.changed, st.cur.seqOr(), st.next.seqOr(), st.next.points, st.next.present, st.next.version,
+			st.cur.colsOr(), st.next.colsOr())
 		out.Boards[i] = BoardTotal{Board: st.board, Points: st.next.points, Version: st.next.version,
-			Seq: st.next.seq, Present: st.next.present, Changed: st.changed}
+			Seq: st.next.seq, Present: st.next.present, Changed: st.changed, Columns: st.next.colsOr(), Metadata: st.next.md}
 	}
 	if reverses != "" {
 		b.Queue(`UPDATE events SET reversed_by = $1 WHERE event_id = $2`, ev.EventID, reverses)
@@ -775,14 +860,15 @@ type querier interface {
 // currentTotals returns the member's totals on boards, in that order; a board
 // without a row answers absent (seq −1, version 0).
 func currentTotals(ctx context.Context, q querier, family, period, member string, boards []string) ([]BoardTotal, error) {
-	rows, err := q.Query(ctx, `SELECT board, points, version, seq, present FROM totals
+	rows, err := q.Query(ctx, `SELECT board, points, version, seq, present, columns, metadata FROM totals
 		WHERE family = $1 AND period = $2 AND member = $3 AND board = ANY($4)`, family, period, member, boards)
 	if err != nil {
 		return nil, err
 	}
 	got := map[string]BoardTotal{}
 	var bt BoardTotal
-	_, err = pgx.ForEachRow(rows, []any{&bt.Board, &bt.Points, &bt.Version, &bt.Seq, &bt.Present}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&bt.Board, &bt.Points, &bt.Version, &bt.Seq, &bt.Present, &bt.Columns, &bt.Metadata}, func() error {
+		bt.Columns = slices.Clone(bt.Columns)
 		got[bt.Board] = bt
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -95,6 +96,14 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, family, period string, top 
 	if !r.Desc {
 		order = `points ASC`
 	}
+	for i, c := range r.Columns {
+		// Sort columns: board order, each by its own order (columns.lua).
+		dir := "DESC"
+		if c.Asc {
+			dir = "ASC"
+		}
+		order += fmt.Sprintf(", columns[%d] %s", i+1, dir)
+	}
 	if r.TieFirst {
 		order += `, seq ASC`
 	}
@@ -102,7 +111,7 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, family, period string, top 
 	b := &pgx.Batch{}
 	var awards int // one award per standing: the outbox holds nothing of an unsettled period
 	for _, board := range boards {
-		rows, err := tx.Query(ctx, `SELECT member, points, seq FROM totals
+		rows, err := tx.Query(ctx, `SELECT member, points, seq, columns FROM totals
 			WHERE family = $1 AND period = $2 AND board = $3 AND present
 			ORDER BY `+order+` LIMIT $4`, family, period, board, top)
 		if err != nil {
@@ -110,7 +119,7 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, family, period string, top 
 		}
 		standings, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Standing, error) {
 			var s Standing
-			err := row.Scan(&s.Member, &s.Points, &s.Seq)
+			err := row.Scan(&s.Member, &s.Points, &s.Seq, &s.cols)
 			return s, err
 		})
 		if err != nil {
@@ -166,7 +175,7 @@ func fillRanks(st []Standing, comp bool) {
 	for i := range st {
 		st[i].Position = int64(i)
 		switch {
-		case !comp || i == 0 || st[i].Points != st[i-1].Points:
+		case !comp || i == 0 || st[i].Points != st[i-1].Points || !slices.Equal(st[i].cols, st[i-1].cols):
 			st[i].Rank = int64(i) + 1
 		default:
 			st[i].Rank = st[i-1].Rank

@@ -18,6 +18,11 @@ type Rules struct {
 	// Projection: the family takes absolute totals from upstream; a removal
 	// keeps the upstream's version (Remove).
 	Projection bool
+	// Columns: the family's sort columns (rank.Column: order, max, and in a
+	// sum family each column's aggregate). Events then carry one value per
+	// column; the totals keep the member's current columns as columns.lua
+	// does in Redis-only mode.
+	Columns []rank.Column
 }
 
 func (r Rules) check() (Rules, error) {
@@ -30,6 +35,9 @@ func (r Rules) check() (Rules, error) {
 	}
 	if r.MaxPoints <= 0 {
 		r.MaxPoints = rank.MaxSafe // every score must stay exact in a float64
+	}
+	if len(r.Columns) > rank.MaxColumns {
+		return r, fmt.Errorf("%w: %d sort columns (at most %d)", ErrInvalid, len(r.Columns), rank.MaxColumns)
 	}
 	if r.TieFirst && r.SeqCapacity < 2 {
 		return r, fmt.Errorf("%w: seq_capacity %d under tie first (want ≥ 2)", ErrInvalid, r.SeqCapacity)
@@ -57,6 +65,13 @@ type Event struct {
 	RulesVersion string
 	ReceivedAt   time.Time // zero: now
 	OccurredAt   time.Time // zero: ReceivedAt
+	// Columns: one value per sort column of the family (awards, corrections,
+	// projections of a family with columns; nil otherwise).
+	Columns []int64
+	// Metadata: the event's metadata JSON, kept byte for byte ("" : none).
+	// The totals keep the metadata of the change that last moved the
+	// standing.
+	Metadata string
 }
 
 // BoardTotal is a member's totals on one board.
@@ -67,6 +82,10 @@ type BoardTotal struct {
 	Seq     int64 // achievement seq (tie first; 0 under tie member); −1 when absent
 	Present bool  // false: the member is not on the board
 	Changed bool  // this call moved the totals (false: max/min not improved, stale projection, duplicate)
+	// Columns and Metadata: the member's current sort columns (nil while
+	// absent or in a family without columns) and metadata ("" : none).
+	Columns  []int64
+	Metadata string
 }
 
 // Outcome is the answer to Record and Project.
@@ -96,6 +115,8 @@ type MemberTotal struct {
 	Seq       int64
 	Present   bool
 	UpdatedAt time.Time
+	Columns   []int64 // see BoardTotal
+	Metadata  string
 }
 
 // Pending is an event whose totals Redis may not have yet, with the member's
@@ -131,6 +152,7 @@ type Standing struct {
 	Seq      int64
 	Position int64 // 0-based
 	Rank     int64
+	cols     []int64 // sort columns while settling: equal points and columns share a competition rank
 }
 
 // Settlement is the stored final result of a family period.

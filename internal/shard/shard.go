@@ -85,6 +85,13 @@ func (k Keys) RebuildZ() string { return k.Z + ":rebuild" }
 // RebuildM: see RebuildZ.
 func (k Keys) RebuildM() string { return k.M + ":rebuild" }
 
+// RebuildCols and RebuildMd: the fresh copies of the cols and md hashes (see
+// RebuildZ).
+func (k Keys) RebuildCols() string { return k.Cols + ":rebuild" }
+
+// RebuildMd: see RebuildCols.
+func (k Keys) RebuildMd() string { return k.Md + ":rebuild" }
+
 // SnapshotMarker returns the key whose presence says the snapshot id is
 // alive on this shard (a shard with no entries has no copy key).
 func (k Keys) SnapshotMarker(id string) string { return k.base() + "snap:" + id + ":m" }

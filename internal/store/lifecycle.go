@@ -49,9 +49,14 @@ func (s *Store) Expire(ctx context.Context, keys []string, ttl time.Duration) er
 
 // RebuildEntry is one member of a rebuilt shard.
 type RebuildEntry struct {
-	Member  string
+	Member  string // the user id
 	Score   int64
 	Version int64
+	// Prefix: the stored member's column prefix (a family with sort
+	// columns; the sorted-set member is Prefix + Member, and the cols hash
+	// maps Member → Prefix). Metadata: the entry's metadata ("" : none).
+	Prefix   string
+	Metadata string
 }
 
 // rebuildBatch bounds one pipelined batch of a rebuild.
@@ -59,30 +64,44 @@ const rebuildBatch = 500
 
 // Rebuild replaces a board shard with entries: it fills fresh keys beside the
 // live ones (same hash tag) in batches, then swaps them in with RENAME inside
-// the slot, versions included. It returns the members now on the shard.
+// the slot — sorted set, versions, column prefixes and metadata. It returns
+// the members now on the shard.
 func (s *Store) Rebuild(ctx context.Context, k shard.Keys, entries []RebuildEntry) (int64, error) {
-	freshZ, freshM := k.RebuildZ(), k.RebuildM()
+	freshZ, freshM, freshCols, freshMd := k.RebuildZ(), k.RebuildM(), k.RebuildCols(), k.RebuildMd()
 	pipeCtx, cancel := context.WithTimeout(ctx, s.timeout*10)
 	defer cancel()
-	if err := s.rw.Unlink(pipeCtx, freshZ, freshM).Err(); err != nil {
+	if err := s.rw.Unlink(pipeCtx, freshZ, freshM, freshCols, freshMd).Err(); err != nil {
 		return 0, s.fail("rebuild", err)
 	}
 	for start := 0; start < len(entries); start += rebuildBatch {
 		batch := entries[start:min(start+rebuildBatch, len(entries))]
 		zs := make([]redis.Z, len(batch))
 		vs := make([]any, 0, 2*len(batch))
+		var cs, ms []any
 		for i, e := range batch {
-			zs[i] = redis.Z{Score: float64(e.Score), Member: e.Member}
+			zs[i] = redis.Z{Score: float64(e.Score), Member: e.Prefix + e.Member}
 			vs = append(vs, e.Member, strconv.FormatInt(e.Version, 10))
+			if e.Prefix != "" {
+				cs = append(cs, e.Member, e.Prefix)
+			}
+			if e.Metadata != "" {
+				ms = append(ms, e.Member, e.Metadata)
+			}
 		}
 		pipe := s.rw.Pipeline()
 		pipe.ZAdd(pipeCtx, freshZ, zs...)
 		pipe.HSet(pipeCtx, freshM, vs...)
+		if len(cs) > 0 {
+			pipe.HSet(pipeCtx, freshCols, cs...)
+		}
+		if len(ms) > 0 {
+			pipe.HSet(pipeCtx, freshMd, ms...)
+		}
 		if _, err := pipe.Exec(pipeCtx); err != nil {
 			return 0, s.fail("rebuild", fmt.Errorf("fill %s: %w", freshZ, err))
 		}
 	}
-	n, err := swapScript.Run(pipeCtx, s.rw, []string{freshZ, k.Z, freshM, k.M}).Int64()
+	n, err := swapScript.Run(pipeCtx, s.rw, []string{freshZ, k.Z, freshM, k.M, freshCols, k.Cols, freshMd, k.Md}).Int64()
 	if err != nil {
 		s.m.scriptErrors.WithLabelValues("swap").Inc()
 		return 0, s.fail("rebuild", fmt.Errorf("swap %s: %w", k.Z, err))

@@ -294,15 +294,21 @@ func (w Write) keysArgs() ([]string, []any) {
 
 // colsKeysArgs: see columns.lua.
 func (w Write) colsKeysArgs() ([]string, []any) {
-	op, id, extra := "apply", w.EventID, ""
+	op, id, extra, mode := "apply", w.EventID, "", w.Mode
 	switch w.Kind {
 	case KindReverse:
 		op, extra = "reverse", w.Reverses
 	case KindProject:
-		op, id, extra = "project", "", strconv.FormatInt(w.Version, 10)
+		op, id, extra, mode = "project", "", strconv.FormatInt(w.Version, 10), "keep"
+		switch {
+		case w.Absent:
+			mode = "absent"
+		case w.SetSeq:
+			mode = "set"
+		}
 	}
 	args := make([]any, 0, 14+4*len(w.Columns))
-	args = append(args, op, id, w.Member, w.Mode, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules,
+	args = append(args, op, id, w.Member, mode, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules,
 		flag(w.PeriodClosed), extra, w.Metadata, len(w.Columns))
 	for _, c := range w.Columns {
 		width := c.Width

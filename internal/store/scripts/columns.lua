@@ -9,7 +9,10 @@
 --       5 cols (user → prefix), 6 md (user → metadata) — one hash tag.
 -- ARGV: 1 op: apply | reverse | project,
 --       2 event id (apply, reverse; '' for project), 3 user,
---       4 mode (apply: sum | gt | lt, in stored space),
+--       4 mode (apply: sum | gt | lt, in stored space; project: keep (API
+--          projections: the seq changes only when the tuple does) | set
+--          (ledger mode: the ledger's seq is the truth) | absent (ledger
+--          mode: the member leaves the board, at its stored version too)),
 --       5 stored delta, value or total, 6 B (0: tie member), 7 seq,
 --       8 max |stored points|, 9 now (unix ms), 10 rules version,
 --       11 '1' when the period is known frozen,
@@ -113,13 +116,25 @@ if op == 'project' then
   local st = closed_state(meta)
   if st then return {'closed', st, cur or '', cur or ''} end
   local version = tonumber(ARGV[12])
-  local cv = tonumber(redis.call('HGET', mk, user) or '0')
-  if version <= cv then return {'stale', fmt(cv), cur or '', cur or ''} end
+  local sv = redis.call('HGET', mk, user)
+  local cv = tonumber(sv or '0')
+  if version < cv or (version == cv and mode ~= 'absent') then
+    -- A replay: the stored version written back, as project.lua does, so a
+    -- WAIT after this script covers the projection that stored it.
+    if sv then redis.call('HSET', mk, user, sv) end
+    return {'stale', fmt(cv), cur or '', cur or ''}
+  end
+  if mode == 'absent' then
+    touch_meta(meta, ARGV[9], ARGV[10])
+    remove()
+    redis.call('HSET', mk, user, fmt(version))
+    return {'ok', fmt(version), cur or '', ''}
+  end
   local newVals = {}
   for i, c in ipairs(spec) do newVals[i] = c.v end
   if v > maxp or v < -maxp or not inrange(newVals) then return {'range', fmt(cv), cur or '', cur or ''} end
   local useSeq = seq
-  if P ~= nil and P == v and colpart(newVals) == string.sub(prefix, 1, colw) then useSeq = curSeq end
+  if mode ~= 'set' and P ~= nil and P == v and colpart(newVals) == string.sub(prefix, 1, colw) then useSeq = curSeq end
   if B > 0 and (useSeq < 0 or useSeq >= B) then return {'range', fmt(cv), cur or '', cur or ''} end
   touch_meta(meta, ARGV[9], ARGV[10])
   local score = place(v, newVals, useSeq, ARGV[13])

@@ -1,17 +1,16 @@
 -- swap.lua: put a rebuilt board shard in place, atomically, inside its slot.
 -- The fresh copies were filled beside the live keys; RENAME replaces the
 -- live ones (the old values are freed by Redis, lazily with lazyfree on), so
--- a late re-projection of an older total meets the rebuilt versions.
--- KEYS: 1 fresh z, 2 z, 3 fresh m, 4 m — one hash tag.
+-- a late re-projection of an older total meets the rebuilt versions. A fresh
+-- copy that was never filled (no members, no column prefixes, no metadata)
+-- unlinks its live key.
+-- KEYS: pairs (fresh, live): 1-2 z, 3-4 m, 5-6 cols, 7-8 md — one hash tag.
 -- Returns the number of members now on the shard.
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('RENAME', KEYS[1], KEYS[2])
-else
-  redis.call('UNLINK', KEYS[2])
-end
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('RENAME', KEYS[3], KEYS[4])
-else
-  redis.call('UNLINK', KEYS[4])
+for i = 1, #KEYS, 2 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('RENAME', KEYS[i], KEYS[i + 1])
+  else
+    redis.call('UNLINK', KEYS[i + 1])
+  end
 end
 return redis.call('ZCARD', KEYS[2])
