@@ -55,20 +55,21 @@ type BanList struct {
 
 // HistoryEvent is one event of a member's score history on a board.
 type HistoryEvent struct {
-	EventID      string    `json:"event_id"`
-	Kind         string    `json:"kind"`
-	Delta        *int64    `json:"delta,omitempty"`
-	Value        *int64    `json:"value,omitempty"`
-	Reverses     string    `json:"reverses,omitempty"`
-	ReversedBy   string    `json:"reversed_by,omitempty"`
-	PointsBefore int64     `json:"points_before"`
-	PointsAfter  int64     `json:"points_after"`
-	Ranked       bool      `json:"ranked"`
-	Changed      bool      `json:"changed"`
-	At           time.Time `json:"at"`
-	RecordedAt   time.Time `json:"recorded_at"`
-	Operator     string    `json:"operator"`
-	Reason       string    `json:"reason"`
+	EventID      string           `json:"event_id"`
+	Kind         string           `json:"kind"`
+	Delta        *int64           `json:"delta,omitempty"`
+	Value        *int64           `json:"value,omitempty"`
+	Columns      map[string]int64 `json:"columns,omitempty"`
+	Reverses     string           `json:"reverses,omitempty"`
+	ReversedBy   string           `json:"reversed_by,omitempty"`
+	PointsBefore int64            `json:"points_before"`
+	PointsAfter  int64            `json:"points_after"`
+	Ranked       bool             `json:"ranked"`
+	Changed      bool             `json:"changed"`
+	At           time.Time        `json:"at"`
+	RecordedAt   time.Time        `json:"recorded_at"`
+	Operator     string           `json:"operator"`
+	Reason       string           `json:"reason"`
 }
 
 // History answers MemberHistory; follow NextCursor.

@@ -257,4 +257,6 @@ type Correction struct {
 	Operator     string            `json:"operator"`
 	Reason       string            `json:"reason"`
 	Period       string            `json:"period,omitempty"`
+	Columns      map[string]int64  `json:"columns,omitempty"`
+	Metadata     json.RawMessage   `json:"metadata,omitempty"`
 }

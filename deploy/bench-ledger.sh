@@ -49,15 +49,10 @@ psql -qXAt "$RANKGATE_BENCH_LEDGER_DSN" -c "SELECT name || ' = ' || setting FROM
 	ORDER BY name" | tee "$OUT/pg-settings.txt" | sed 's/^/bench-ledger: pg: /'
 
 go build -o "$OUT/gateway" ./cmd/gateway
-# Both gateways run the dev config without the families that declare sort
-# columns (ledger mode refuses them: the ledger keeps no columns yet), so both
-# modes serve the same families.
-awk '/^families:/ { fam = 1; print; next }
-	fam && /^[^ #]/ { fam = 0 }
-	fam && /^  [a-z0-9_-]+:/ { if (blk !~ /\n    columns:/) printf "%s", blk; blk = "" }
-	fam { blk = blk $0 "\n"; next }
-	{ print }
-	END { if (blk !~ /\n    columns:/) printf "%s", blk }' deploy/rankgate.dev.yaml >"$OUT/redis.yaml"
+# Both gateways run the dev config (families with sort columns included: the
+# ledger keeps columns and metadata since migration 0006); the ledger one with
+# the DSN variable set.
+cp deploy/rankgate.dev.yaml "$OUT/redis.yaml"
 sed 's/^  dsn_env: ""/  dsn_env: RANKGATE_BENCH_LEDGER_DSN/' "$OUT/redis.yaml" >"$OUT/ledger.yaml"
 grep -q 'dsn_env: RANKGATE_BENCH_LEDGER_DSN' "$OUT/ledger.yaml"
 grep -q '^  learning:' "$OUT/redis.yaml"

@@ -57,6 +57,7 @@ func TestDerivedFamilies(t *testing.T) {
 		{"bad aggregate", strings.Replace(good, "      inputs:", "      aggregate: avg\n      inputs:", 1), "families.final.derived_from.aggregate"},
 		{"no derived_from", strings.Replace(good, "    derived_from:\n      inputs:\n        - {family: base}\n        - {family: bonus, weight: 2}\n", "", 1), "families.final.derived_from"},
 		{"derived_from on an events family", strings.Replace(good, "    source: derived\n", "", 1), "families.final.derived_from"},
+		{"input with sort columns", strings.Replace(good, "  bonus:\n    period: week\n", "  bonus:\n    period: week\n    columns:\n      - {name: a, max: 9}\n", 1), "families.final.derived_from.inputs[1].family"},
 		{"other period", strings.Replace(good, "  final:\n    source: derived\n    period: week", "  final:\n    source: derived\n    period: day", 1), "families.final.derived_from.inputs[0].family"},
 	} {
 		_, err := Parse([]byte(tc.yaml))

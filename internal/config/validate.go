@@ -104,10 +104,6 @@ func (c *Config) Validate() error {
 		if f := c.Families[name]; f != nil && f.Derived() && f.DerivedFrom != nil {
 			c.validateDerivation(v, name, f)
 		}
-		if f := c.Families[name]; f != nil && len(f.Columns) > 0 && c.Ledger.DSNEnv != "" {
-			v.errorf("families."+name+".columns",
-				"sort columns are kept in Redis only for now: the ledger keeps no columns, so rebuild and reconcile would lose them (run Redis-only, or drop columns)")
-		}
 	}
 	return errors.Join(v.errs...)
 }
@@ -171,7 +167,7 @@ func (c *Config) validateDerivation(v *validator, name string, f *Family) {
 			v.errorf(ip+".family", "%s has tie: first; derived families combine tie: member inputs only", in.Family)
 		}
 		if len(src.Columns) > 0 {
-			v.errorf(ip+".family", "%s has sort columns; derived families combine families without columns only", in.Family)
+			v.errorf(ip+".family", "%s has sort columns; derived family %s combines families without columns only (a weighted sum of points cannot say how to combine the inputs' columns)", in.Family, name)
 		}
 		for t, d := range f.Dimensions {
 			sd, ok := src.Dimensions[t]

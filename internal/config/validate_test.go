@@ -63,7 +63,6 @@ func TestParseErrors(t *testing.T) {
 		{"column aggregate in a max family", withFamily("aggregate: max\ncolumns:\n  - {name: a, max: 9, aggregate: sum}"),
 			"families.f.columns[0].aggregate", "only used in sum families"},
 		{"column unknown key", withFamily("columns:\n  - {name: a, max: 9, min: 0}"), "families.f.columns[0].min", "unknown key"},
-		{"columns in ledger mode", "ledger:\n  dsn_env: PG_DSN\n" + withFamily("columns:\n  - {name: a, max: 9}"), "families.f.columns", "kept in Redis only"},
 		{"bad tie", withFamily("tie: random"), "families.f.tie", "is not one of member, first"},
 		{"bad rank", withFamily("rank: dense"), "families.f.rank", "is not one of ordinal, competition"},
 		{"bad duration", withFamily("grace: 5 minutes"), "families.f.grace", `invalid duration "5 minutes"`},

@@ -70,8 +70,12 @@ func ledgerErr(err error) error {
 }
 
 func (f *family) ledgerRules() ledger.Rules {
-	return ledger.Rules{Aggregate: f.cfg.Aggregate, Desc: f.cfg.Desc(), TieFirst: f.enc.TieFirst(),
-		MaxPoints: f.enc.MaxPoints, SeqCapacity: f.enc.B, Projection: f.cfg.Projection()}
+	r := ledger.Rules{Aggregate: f.cfg.Aggregate, Desc: f.cfg.Desc(), TieFirst: f.enc.TakesSeq(),
+		MaxPoints: f.enc.MaxPoints, SeqCapacity: f.enc.SeqCap(), Projection: f.cfg.Projection()}
+	if c := f.enc.Cols; c != nil {
+		r.Columns = c.Cols
+	}
+	return r
 }
 
 func (s *Service) requireLedger(what string) error {
@@ -149,7 +153,8 @@ func (w *ledgerWrites) apply(ctx context.Context, plans []plan, _ map[string]map
 func ledgerEvent(p *plan) ledger.Event {
 	ev := ledger.Event{EventID: p.ev.EventID, Kind: ledger.KindAward, Family: p.fam.cfg.Name, Period: p.period.ID, Member: p.ev.User,
 		Dims: p.ev.Dims, Boards: dims(p.boards), Delta: p.ev.Delta, Value: p.ev.Value, Reason: p.ev.Reason,
-		RulesVersion: p.fam.cfg.RulesVersion, ReceivedAt: p.received, OccurredAt: p.received}
+		RulesVersion: p.fam.cfg.RulesVersion, ReceivedAt: p.received, OccurredAt: p.received,
+		Columns: p.cols, Metadata: string(p.ev.Metadata)}
 	if p.ev.At != nil {
 		ev.OccurredAt = *p.ev.At
 	}
@@ -363,9 +368,15 @@ func (s *Service) projections(ctx context.Context, f *family, periodID, member s
 		n := max(shards[t], 1)
 		b := f.board(periodID, t, v)
 		seq := max(bt.Seq, 0)
-		ws = append(ws, store.Write{Kind: store.KindProject, Keys: s.layout.Keys(b, shard.Of(member, n), n), Member: member,
+		w := store.Write{Kind: store.KindProject, Keys: s.layout.Keys(b, shard.Of(member, n), n), Member: member,
 			Version: bt.Version, Value: f.enc.Stored(bt.Points), B: f.enc.B, Seq: seq, SetSeq: true, Absent: !bt.Present,
-			MaxPoints: f.enc.MaxPoints, NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion})
+			MaxPoints: f.enc.MaxPoints, NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion,
+			Metadata: bt.Metadata, KeepMetadata: true}
+		if c := f.enc.Cols; c != nil {
+			// The ledger's tuple and seq, through columns.lua (seq mode set).
+			w.HasCols, w.B, w.Columns = true, c.B, store.ColArgs(c, bt.Columns, false)
+		}
+		ws = append(ws, w)
 	}
 	return ws
 }
@@ -459,12 +470,13 @@ func (s *Service) ledgerReviews(ctx context.Context, family, period string, limi
 
 // projectLedger records a projection in the ledger (applied only for a newer
 // version), then projects the ledger's total.
-func (s *Service) projectLedger(ctx context.Context, f *family, b *board, user string, pr Projection, now time.Time) (ProjectionResult, error) {
+func (s *Service) projectLedger(ctx context.Context, f *family, b *board, user string, pr Projection, cols []int64, now time.Time) (ProjectionResult, error) {
 	v := pr.Points
 	id := "projection:" + b.name() + ":" + user + ":" + strconv.FormatInt(pr.Version, 10)
 	res, err := s.ledger.Project(ctx, ledger.Event{EventID: id,
 		Kind: ledger.KindProjection, Family: f.cfg.Name, Period: b.period.ID, Member: user, Boards: []string{b.b.Dimension()},
-		Value: &v, Version: pr.Version, RulesVersion: f.cfg.RulesVersion, ReceivedAt: now, OccurredAt: now}, f.ledgerRules())
+		Value: &v, Version: pr.Version, RulesVersion: f.cfg.RulesVersion, ReceivedAt: now, OccurredAt: now,
+		Columns: cols, Metadata: string(pr.Metadata)}, f.ledgerRules())
 	if err != nil {
 		return ProjectionResult{}, ledgerErr(err)
 	}

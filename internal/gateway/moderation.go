@@ -179,18 +179,21 @@ type HistoryEvent struct {
 	Kind    string `json:"kind"` // award | correction | reversal | projection | removal
 	// Delta: a sum event's delta, a reversal's or removal's change on this
 	// board; Value: a max/min event's value, a projection's total.
-	Delta        *int64    `json:"delta,omitempty"`
-	Value        *int64    `json:"value,omitempty"`
-	Reverses     string    `json:"reverses,omitempty"`
-	ReversedBy   string    `json:"reversed_by,omitempty"`
-	PointsBefore int64     `json:"points_before"`
-	PointsAfter  int64     `json:"points_after"`
-	Ranked       bool      `json:"ranked"`  // on the board after the event
-	Changed      bool      `json:"changed"` // false: a max/min value that did not improve, a stale projection, a reversal a removal had made moot
-	At           time.Time `json:"at"`
-	RecordedAt   time.Time `json:"recorded_at"`
-	Operator     string    `json:"operator"`
-	Reason       string    `json:"reason"`
+	Delta *int64 `json:"delta,omitempty"`
+	Value *int64 `json:"value,omitempty"`
+	// Columns: the sort column values the event carried (families with
+	// columns: awards, corrections, projections).
+	Columns      map[string]int64 `json:"columns,omitempty"`
+	Reverses     string           `json:"reverses,omitempty"`
+	ReversedBy   string           `json:"reversed_by,omitempty"`
+	PointsBefore int64            `json:"points_before"`
+	PointsAfter  int64            `json:"points_after"`
+	Ranked       bool             `json:"ranked"`  // on the board after the event
+	Changed      bool             `json:"changed"` // false: a max/min value that did not improve, a stale projection, a reversal a removal had made moot
+	At           time.Time        `json:"at"`
+	RecordedAt   time.Time        `json:"recorded_at"`
+	Operator     string           `json:"operator"`
+	Reason       string           `json:"reason"`
 }
 
 // History answers GET {board}/members/{member}/history.
@@ -242,7 +245,7 @@ func (s *Service) MemberHistory(ctx context.Context, ref BoardRef, user string, 
 			break
 		}
 		out.Events = append(out.Events, HistoryEvent{EventID: h.EventID, Kind: h.Kind, Delta: h.Delta, Value: h.Value,
-			Reverses: h.Reverses, ReversedBy: h.ReversedBy, PointsBefore: h.PointsBefore, PointsAfter: h.PointsAfter,
+			Columns: b.fam.colsMap(h.Columns), Reverses: h.Reverses, ReversedBy: h.ReversedBy, PointsBefore: h.PointsBefore, PointsAfter: h.PointsAfter,
 			Ranked: h.PresentAfter, Changed: h.Changed, At: h.At.UTC(), RecordedAt: h.RecordedAt.UTC(),
 			Operator: h.Operator, Reason: h.Reason})
 	}

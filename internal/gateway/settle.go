@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -230,12 +231,12 @@ func (s *Service) Rebuild(ctx context.Context, ref BoardRef) (RebuildReport, err
 			if !t.Present {
 				continue
 			}
-			score, err := f.enc.Score(t.Points, max(t.Seq, 0))
+			e, err := rebuildEntry(f, t)
 			if err != nil {
 				return RebuildReport{}, fmt.Errorf("rebuild %s: member %s: %w", b.name(), t.Member, err)
 			}
 			i := shard.Of(t.Member, b.n)
-			perShard[i] = append(perShard[i], store.RebuildEntry{Member: t.Member, Score: score, Version: t.Version})
+			perShard[i] = append(perShard[i], e)
 		}
 		read += len(page)
 		if len(page) < rebuildPage {
@@ -257,11 +258,47 @@ func (s *Service) Rebuild(ctx context.Context, ref BoardRef) (RebuildReport, err
 	return RebuildReport{Board: b.name(), Members: members, Shards: b.n, Took: time.Since(start)}, nil
 }
 
-// Drift is one member whose Redis points differ from the ledger.
+// rebuildEntry is what Redis holds for a member's ledger totals: the score,
+// and on a family with sort columns the stored member's prefix (columns and
+// tie-first seq, as columns.lua writes it); the metadata either way.
+func rebuildEntry(f *family, t ledger.MemberTotal) (store.RebuildEntry, error) {
+	e := store.RebuildEntry{Member: t.Member, Version: t.Version, Metadata: t.Metadata}
+	c := f.enc.Cols
+	if c == nil {
+		score, err := f.enc.Score(t.Points, max(t.Seq, 0))
+		e.Score = score
+		return e, err
+	}
+	if err := f.enc.CheckPoints("points", t.Points); err != nil {
+		return e, err
+	}
+	if len(t.Columns) != len(c.Cols) {
+		return e, fmt.Errorf("the ledger holds %d column values for %d columns", len(t.Columns), len(c.Cols))
+	}
+	if err := c.Check(t.Columns); err != nil {
+		return e, err
+	}
+	seq := int64(0)
+	if c.B > 0 {
+		seq = t.Seq
+		if seq < 0 || seq >= c.B {
+			return e, fmt.Errorf("achievement seq %d outside 0..%d", seq, c.B-1)
+		}
+	}
+	e.Score, e.Prefix = f.enc.Stored(t.Points), c.Prefix(t.Columns, seq)
+	return e, nil
+}
+
+// Drift is one member whose Redis points (or sort columns) differ from the
+// ledger.
 type Drift struct {
 	User         string `json:"user"`
 	LedgerPoints *int64 `json:"ledger_points"`
 	RedisPoints  *int64 `json:"redis_points"`
+	// LedgerColumns and RedisColumns (families with sort columns): set when
+	// the columns differ.
+	LedgerColumns map[string]int64 `json:"ledger_columns,omitempty"`
+	RedisColumns  map[string]int64 `json:"redis_columns,omitempty"`
 }
 
 // ReconcileReport answers GET {board}/reconcile.
@@ -318,7 +355,7 @@ func (s *Service) Reconcile(ctx context.Context, ref BoardRef) (ReconcileReport,
 			for j, t := range ts {
 				members[j] = t.Member
 			}
-			scores, ok, err := s.lifeBE.Scores(ctx, s.layout.ZKey(b.b, i, b.n), members, false)
+			scores, cols, ok, err := s.redisStandings(ctx, b, i, members)
 			if err != nil {
 				return ReconcileReport{}, rank.Unavailable(err, "reading shard %d", i)
 			}
@@ -329,8 +366,16 @@ func (s *Service) Reconcile(ctx context.Context, ref BoardRef) (ReconcileReport,
 					add(Drift{User: t.Member, LedgerPoints: &lp})
 					continue
 				}
-				if rp := f.enc.PointsOf(scores[j]); rp != lp {
-					add(Drift{User: t.Member, LedgerPoints: &lp, RedisPoints: &rp})
+				rp := f.enc.PointsOf(scores[j])
+				d := Drift{User: t.Member, LedgerPoints: &lp, RedisPoints: &rp}
+				if c := f.enc.Cols; c != nil && !slices.Equal(cols[j], t.Columns) {
+					d.LedgerColumns, d.RedisColumns = colsMap(c, t.Columns), colsMap(c, cols[j])
+					if d.LedgerColumns == nil {
+						d.LedgerColumns = map[string]int64{} // the ledger holds none: still a drift
+					}
+				}
+				if rp != lp || d.LedgerColumns != nil {
+					add(d)
 				}
 			}
 		}
@@ -348,6 +393,11 @@ func (s *Service) Reconcile(ctx context.Context, ref BoardRef) (ReconcileReport,
 				return ReconcileReport{}, rank.Unavailable(err, "scanning shard %d", i)
 			}
 			for j, m := range ms {
+				if c := f.enc.Cols; c != nil {
+					if user, _, _, ok := c.Split(m); ok {
+						m = user
+					}
+				}
 				if !ledgerHas[m] {
 					rp := f.enc.PointsOf(scores[j])
 					add(Drift{User: m, RedisPoints: &rp})
@@ -362,6 +412,42 @@ func (s *Service) Reconcile(ctx context.Context, ref BoardRef) (ReconcileReport,
 	return rep, nil
 }
 
+// colsMap is c.Map, nil for no values.
+func colsMap(c *rank.Columns, vals []int64) map[string]int64 {
+	if c == nil || len(vals) != len(c.Cols) {
+		return nil
+	}
+	return c.Map(vals)
+}
+
+// colsMap names a family's column values (nil: none, or no columns).
+func (f *family) colsMap(vals []int64) map[string]int64 { return colsMap(f.enc.Cols, vals) }
+
+// redisStandings reads users' scores on shard i of a board, and on a family
+// with sort columns their columns (through the cols hash, members.lua).
+func (s *Service) redisStandings(ctx context.Context, b *board, i int, users []string) ([]int64, [][]int64, []bool, error) {
+	c := b.fam.enc.Cols
+	if c == nil {
+		scores, ok, err := s.lifeBE.Scores(ctx, s.layout.ZKey(b.b, i, b.n), users, false)
+		return scores, nil, ok, err
+	}
+	k := s.layout.Keys(b.b, i, b.n)
+	out := make([]store.ShardReply, 1)
+	s.readBE.ReadShards(ctx, []store.ShardRead{{Kind: store.ReadScores, Key: k.Z, Cols: k.Cols, Members: users}}, false, out)
+	if out[0].Err != nil {
+		return nil, nil, nil, out[0].Err
+	}
+	cols := make([][]int64, len(users))
+	for j, stored := range out[0].Stored {
+		if out[0].Found[j] {
+			if _, vals, _, ok := c.Split(stored); ok {
+				cols[j] = vals
+			}
+		}
+	}
+	return out[0].Scores, cols, out[0].Found, nil
+}
+
 // Correction is an audited change (api/openapi.yaml).
 type Correction struct {
 	CorrectionID string            `json:"correction_id"`
@@ -372,6 +458,10 @@ type Correction struct {
 	Operator     string            `json:"operator"`
 	Reason       string            `json:"reason"`
 	Period       string            `json:"period,omitempty"`
+	// Columns and Metadata: as an event's (a family with sort columns needs
+	// every column; see Event).
+	Columns  map[string]int64 `json:"columns,omitempty"`
+	Metadata json.RawMessage  `json:"metadata,omitempty"`
 }
 
 // Correct applies an audited correction: an event of kind correction in the
@@ -392,7 +482,8 @@ func (s *Service) Correct(ctx context.Context, c Correction) (EventResult, error
 		return EventResult{}, err
 	}
 	now := s.now()
-	ev := Event{EventID: c.CorrectionID, Family: c.Family, User: c.User, Delta: c.Delta, Dims: c.Dims, Reason: c.Reason}
+	ev := Event{EventID: c.CorrectionID, Family: c.Family, User: c.User, Delta: c.Delta, Dims: c.Dims, Reason: c.Reason,
+		Columns: c.Columns, Metadata: c.Metadata}
 	p := s.planEvent(ev, now)
 	if p.err == nil && c.Period != "" && c.Period != "current" {
 		per, err := f.spec.Parse(c.Period)
@@ -481,7 +572,8 @@ func (s *Service) DecideReview(ctx context.Context, id, familyName, periodID, op
 		}
 		correctionID = "review-" + id
 		res, err := s.Correct(ctx, Correction{CorrectionID: correctionID, Family: f.cfg.Name, User: ev.User, Dims: ev.Dims,
-			Delta: ev.Delta, Operator: operator, Reason: "accepted review " + id + " (" + rv.Reason + ") of event " + ev.EventID})
+			Delta: ev.Delta, Columns: ev.Columns, Metadata: ev.Metadata,
+			Operator: operator, Reason: "accepted review " + id + " (" + rv.Reason + ") of event " + ev.EventID})
 		if err != nil {
 			return ReviewDecision{}, err
 		}

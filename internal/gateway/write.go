@@ -572,7 +572,7 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 	}
 	n := sc[b.b.DimType]
 	if s.ledger != nil {
-		return s.projectLedger(ctx, f, b, user, pr, now)
+		return s.projectLedger(ctx, f, b, user, pr, cols, now)
 	}
 	var seq int64
 	if f.enc.TakesSeq() {
@@ -667,15 +667,11 @@ func checkColumns(f *family, cols map[string]int64, reversal bool) error {
 // MaxMetadata bounds an event's or projection's metadata (encoded JSON).
 const MaxMetadata = 512
 
-// checkMetadata: absent, or a JSON object of at most MaxMetadata bytes; the
-// ledger keeps no metadata yet, so ledger mode refuses it rather than lose it
-// at the next rebuild.
+// checkMetadata: absent, or a JSON object of at most MaxMetadata bytes (in
+// ledger mode kept with the event, byte for byte, and in the member's totals).
 func (s *Service) checkMetadata(md json.RawMessage) error {
 	if len(md) == 0 {
 		return nil
-	}
-	if s.ledger != nil {
-		return rank.Invalid("metadata", "metadata is kept in Redis-only mode only for now (the ledger keeps no metadata, a rebuild would lose it)")
 	}
 	if len(md) > MaxMetadata {
 		return &rank.Error{Code: rank.CodeTooLarge, Field: "metadata",
