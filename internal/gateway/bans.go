@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +86,12 @@ func (s *Service) bans(ctx context.Context) (map[string]Ban, error) {
 	if err == nil && (v != c.version || c.checked.IsZero()) {
 		var all map[string]string
 		if all, v, err = s.banBE.Bans(ctx, k); err == nil {
+			if v != c.version {
+				// A ban (or its lifting) moved since this gateway last looked
+				// (or it never looked): its cached pages may show a member
+				// another gateway just removed.
+				s.cache.Purge()
+			}
 			c.bans, c.version = parseBans(all, s), v
 		}
 	}
@@ -194,6 +201,9 @@ func (s *Service) PutBan(ctx context.Context, user string, r BanRequest) (BanRes
 	if err != nil {
 		return BanResult{}, err
 	}
+	// Answers computed while the first removal landed may have been cached
+	// after it dropped the cache: drop them once more.
+	s.dropBanned(ctx, append(removed, again...))
 	return BanResult{Ban: ban, Removed: append(removed, again...)}, nil
 }
 
@@ -267,4 +277,30 @@ func (s *Service) ListBans(ctx context.Context) (BanList, error) {
 	}
 	sort.Slice(out.Bans, func(i, j int) bool { return out.Bans[i].User < out.Bans[j].User })
 	return out, nil
+}
+
+// dropBanned drops the cached answers of the boards a ban removed the member
+// from (BoardPoints.Board: "family/period/dimension").
+func (s *Service) dropBanned(ctx context.Context, removed []BoardPoints) {
+	type fp struct{ family, period string }
+	dims := map[fp][]string{}
+	var order []fp
+	for _, bp := range removed {
+		parts := strings.SplitN(bp.Board, "/", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		k := fp{parts[0], parts[1]}
+		if _, seen := dims[k]; !seen {
+			order = append(order, k)
+		}
+		if !slices.Contains(dims[k], parts[2]) {
+			dims[k] = append(dims[k], parts[2])
+		}
+	}
+	for _, k := range order {
+		if f, ok := s.families[k.family]; ok {
+			s.dropCached(ctx, f, k.period, dims[k])
+		}
+	}
 }

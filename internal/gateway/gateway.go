@@ -53,6 +53,7 @@ type ReadBackend interface {
 	SharedSet(ctx context.Context, key string, val []byte, ttl time.Duration) error
 	SharedLease(ctx context.Context, key, token string, ttl time.Duration) (bool, error)
 	SharedRelease(ctx context.Context, key string) error
+	SharedPurge(ctx context.Context, prefix string) (int64, error)
 }
 
 // LifecycleBackend carries periods and boards: period state, freezing,

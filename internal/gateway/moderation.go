@@ -86,21 +86,64 @@ func (s *Service) checkOpenFor(ctx context.Context, f *family, p period.Period) 
 // removeMember removes user from the boards dims of a family period (nil:
 // every board of the period) and answers the boards it was on, with the
 // points it had there. This is the one place a removal reaches the ledger or
-// Redis (DELETE member and bans both come here).
+// Redis (DELETE member and bans both come here); the boards it was removed
+// from drop their cached answers (dropCached).
 func (s *Service) removeMember(ctx context.Context, f *family, p period.Period, user string, dims []string, operator, reason string) ([]BoardPoints, error) {
-	now := s.now()
+	var out []BoardPoints
+	var removed []string
+	var err error
 	if s.ledger != nil && !f.cfg.Derived() {
-		return s.removeLedger(ctx, f, p, user, dims, operator, reason, now)
+		out, removed, err = s.removeLedger(ctx, f, p, user, dims, operator, reason, s.now())
+	} else {
+		out, removed, err = s.removeRedis(ctx, f, p, user, dims, operator, reason)
 	}
+	if len(removed) > 0 {
+		s.dropCached(ctx, f, p.ID, removed)
+	}
+	return out, err
+}
+
+// dropCached drops the cached answers of boards (dimensions of a family
+// period) after a removal: the gateway's own read cache (all of it: it has
+// no index by board, and removals are rare) and the boards' shared copies
+// in Redis (cache_shared). Best effort: a failure is logged, the removal
+// stands, and what is left expires within the family's cache_ttl. Other
+// gateways' local copies expire within cache_ttl too (sooner: a gateway
+// that sees the ban version move drops its cache).
+func (s *Service) dropCached(ctx context.Context, f *family, periodID string, dims []string) {
+	s.cache.Purge()
+	if !f.cfg.CacheShared {
+		return
+	}
+	sc, err := s.shardCounts(ctx, f, periodID)
+	if err != nil {
+		s.log.Warn("dropping shared cache copies: shard counts", "family", f.cfg.Name, "period", periodID, "err", err)
+		return
+	}
+	for _, d := range dims {
+		t, v, ok := shard.ParseDimension(d)
+		if !ok {
+			continue
+		}
+		b := f.board(periodID, t, v)
+		if _, err := s.readBE.SharedPurge(ctx, s.layout.SharedCachePrefix(b, max(sc[t], 1))); err != nil {
+			s.log.Warn("dropping shared cache copies failed", "board", b.String(), "err", err)
+		}
+	}
+}
+
+// removeRedis is removeMember in Redis-only mode (remove.lua per board
+// shard); it also answers the dimensions the member was removed from.
+func (s *Service) removeRedis(ctx context.Context, f *family, p period.Period, user string, dims []string, operator, reason string) ([]BoardPoints, []string, error) {
 	if dims == nil {
 		var err error
 		if dims, err = s.lifeBE.Boards(ctx, s.layout.Period(f.cfg.Name, p.ID)); err != nil {
-			return nil, rank.Unavailable(err, "listing the boards of %s/%s", f.cfg.Name, p.ID)
+			return nil, nil, rank.Unavailable(err, "listing the boards of %s/%s", f.cfg.Name, p.ID)
 		}
 	}
 	sc, err := s.shardCounts(ctx, f, p.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	boards := make([]shard.Board, 0, len(dims))
 	ws := make([]store.Write, 0, len(dims))
@@ -115,56 +158,59 @@ func (s *Service) removeMember(ctx context.Context, f *family, p period.Period, 
 		ws = append(ws, store.Write{Kind: store.KindRemove, Keys: s.layout.Keys(b, shard.Of(user, n), n), Member: user})
 	}
 	if len(ws) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var out []BoardPoints
+	var removed []string
 	for i, r := range s.writeBE.Write(ctx, ws) {
 		switch {
 		case r.Err != nil:
-			return nil, writeUnavailable(r.Err, "removing %s from %s; retry", user, boards[i].String())
+			return out, removed, writeUnavailable(r.Err, "removing %s from %s; retry", user, boards[i].String())
 		case r.Status == "closed":
-			return nil, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is %s", p.ID, f.cfg.Name, r.State)
+			return out, removed, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is %s", p.ID, f.cfg.Name, r.State)
 		case r.Status == "ok" && r.Before != nil:
 			bp := BoardPoints{Board: boards[i].String(), Points: f.enc.PointsOf(*r.Before)}
 			out = append(out, bp)
+			removed = append(removed, boards[i].Dimension())
 			s.logRemoved(f, bp, user, operator, reason, "redis")
 		}
 	}
-	return out, nil
+	return out, removed, nil
 }
 
 // removeLedger commits a removal to the ledger, then projects the absent
 // totals (version-guarded; what fails here the projector projects later).
-func (s *Service) removeLedger(ctx context.Context, f *family, p period.Period, user string, dims []string, operator, reason string, now time.Time) ([]BoardPoints, error) {
+func (s *Service) removeLedger(ctx context.Context, f *family, p period.Period, user string, dims []string, operator, reason string, now time.Time) ([]BoardPoints, []string, error) {
 	id := "removal:" + f.cfg.Name + "/" + p.ID + ":" + user + ":" + strconv.FormatInt(now.UnixNano(), 36)
 	rs, err := s.ledger.Remove(ctx, ledger.Event{EventID: id, Kind: ledger.KindRemoval, Family: f.cfg.Name, Period: p.ID,
 		Member: user, Boards: dims, Operator: operator, Reason: reason, RulesVersion: f.cfg.RulesVersion,
 		ReceivedAt: now, OccurredAt: now}, f.ledgerRules())
 	switch {
 	case errors.Is(err, ledger.ErrNotRanked):
-		return nil, nil
+		return nil, nil, nil
 	case errors.Is(err, ledger.ErrPeriodClosed):
-		return nil, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is closed", p.ID, f.cfg.Name)
+		return nil, nil, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is closed", p.ID, f.cfg.Name)
 	case err != nil:
-		return nil, ledgerErr(err)
+		return nil, nil, ledgerErr(err)
 	}
 	totals := make([]ledger.BoardTotal, len(rs))
 	out := make([]BoardPoints, len(rs))
+	removed := make([]string, len(rs))
 	for i, r := range rs {
-		totals[i] = r.After
+		totals[i], removed[i] = r.After, r.Board
 		t, v, _ := shard.ParseDimension(r.Board)
 		out[i] = BoardPoints{Board: f.board(p.ID, t, v).String(), Points: r.PointsBefore}
 		s.logRemoved(f, out[i], user, operator, reason, "ledger")
 	}
 	for _, r := range s.writeBE.Write(ctx, s.projections(ctx, f, p.ID, user, totals, now)) {
 		if r.Err != nil {
-			return nil, rank.Unavailable(r.Err, "the removal is in the ledger; its Redis write failed and the projector will retry it")
+			return nil, removed, rank.Unavailable(r.Err, "the removal is in the ledger; its Redis write failed and the projector will retry it")
 		}
 	}
 	if err := s.ledger.MarkProjected(ctx, id); err != nil {
 		s.log.Warn("marking a removal projected failed", "event_id", id, "err", err)
 	}
-	return out, nil
+	return out, removed, nil
 }
 
 func (s *Service) logRemoved(f *family, bp BoardPoints, user, operator, reason, mode string) {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -451,6 +452,91 @@ func TestRemoveProjectedMember(t *testing.T) {
 				t.Fatalf("the upstream's next version: %+v %v, want applied", res, err)
 			}
 			wantTop(t, svc, ref, []userPts{{"u2", 45}, {"u1", 7}})
+		})
+	}
+}
+
+// cachedFamilies: one family whose answers are cached locally and in Redis
+// (cache_shared) for a minute, far longer than the test.
+const cachedFamilies = `  f:
+    period: all
+    cache_ttl: 1m
+    cache_shared: true
+    dimensions:
+      national: {shards: 4}
+`
+
+// cachedTop reads the top 10 at the default (cached) consistency and
+// answers the users and where the answer came from.
+func cachedTop(t *testing.T, svc *Service) ([]string, Source) {
+	t.Helper()
+	page, err := svc.Top(context.Background(), BoardRef{Family: "f", Period: "all", Dimension: "national"}, 10, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := make([]string, len(page.Entries))
+	for i, e := range page.Entries {
+		users[i] = e.User
+	}
+	return users, page.Source
+}
+
+// A removal and a ban drop the cached pages of the boards they touched: the
+// gateway's own cache and the boards' shared copies in Redis, so a cached
+// read (on this gateway, or on a gateway that never cached the page itself)
+// no longer shows the member; a gateway that sees the ban version move drops
+// its own cache.
+func TestRemovalDropsCachedPages(t *testing.T) {
+	t.Parallel()
+	for _, m := range modes() {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			a, l := moderationService(t, m.ledger, cachedFamilies)
+			b := peerService(t, a, l, cachedFamilies)
+			for i, d := range []int64{30, 20, 10} {
+				if _, err := a.ApplyEvent(ctx, Event{EventID: fmt.Sprintf("e%d", i), Family: "f", User: fmt.Sprintf("u%d", i+1), Delta: ptr(d)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := []string{"u1", "u2", "u3"}
+			for _, svc := range []*Service{a, b} {
+				cachedTop(t, svc)
+				got, src := cachedTop(t, svc)
+				if !slices.Equal(got, want) || src != SourceCache {
+					t.Fatalf("before: %v from %s, want %v from the cache", got, src, want)
+				}
+			}
+			if _, err := a.RemoveMember(ctx, BoardRef{Family: "f", Period: "all", Dimension: "national"}, "u2", moderator); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := cachedTop(t, a); !slices.Equal(got, []string{"u1", "u3"}) {
+				t.Fatalf("removing gateway after the removal: %v", got)
+			}
+			c := peerService(t, a, l, cachedFamilies) // no page of its own: the shared copy or a fan-out
+			if got, _ := cachedTop(t, c); !slices.Equal(got, []string{"u1", "u3"}) {
+				t.Fatalf("another gateway after the removal: %v", got)
+			}
+
+			if _, err := a.PutBan(ctx, "u3", BanRequest{Operator: "ops@x", Reason: "bot"}); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := cachedTop(t, a); !slices.Equal(got, []string{"u1"}) {
+				t.Fatalf("banning gateway after the ban: %v", got)
+			}
+			// b cached u2 and u3 itself; its next write sees the ban version
+			// move and drops its cache.
+			if got, _ := cachedTop(t, b); !slices.Equal(got, want) {
+				t.Fatalf("b's own page before it looked at the bans: %v (the test needs it cached)", got)
+			}
+			if _, err := b.ApplyEvent(ctx, Event{EventID: "e9", Family: "f", User: "u9", Delta: ptr(int64(1))}); err != nil {
+				t.Fatal(err)
+			}
+			// (Its answer may be the shared copy a stored after the ban,
+			// from before u9's event: fresh within cache_ttl.)
+			if got, _ := cachedTop(t, b); len(got) == 0 || got[0] != "u1" || slices.Contains(got, "u2") || slices.Contains(got, "u3") {
+				t.Fatalf("b after it saw the ban: %v", got)
+			}
 		})
 	}
 }

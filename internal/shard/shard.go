@@ -176,6 +176,10 @@ func (l Layout) SharedCache(b Board, n int, q string) string {
 	return sb.String()
 }
 
+// SharedCachePrefix is what every shared cache copy (and lease) of a board
+// starts with: a key in their slot, and the prefix to drop them all by.
+func (l Layout) SharedCachePrefix(b Board, n int) string { return l.SharedCache(b, n, "") }
+
 // SharedLease returns the key of the recompute lease of SharedCache(b, n, q)
 // (same tag).
 func (l Layout) SharedLease(b Board, n int, q string) string {

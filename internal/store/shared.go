@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,6 +44,53 @@ func (s *Store) SharedLease(ctx context.Context, key, token string, ttl time.Dur
 	}
 	return true, nil
 }
+
+// SharedPurge drops every shared cache copy and lease whose key starts with
+// prefix (shard.Layout.SharedCachePrefix: one board's, all in the slot of
+// its hash tag) and returns how many it dropped. On a cluster it lists the
+// slot's keys on the master that serves it (CLUSTER GETKEYSINSLOT: the
+// board shard's own keys and its cached queries, never the whole node); on
+// one node it SCANs for the prefix.
+func (s *Store) SharedPurge(ctx context.Context, prefix string) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	var keys []string
+	if cc, ok := s.rw.(*redis.ClusterClient); ok {
+		node, err := cc.MasterForKey(ctx, prefix)
+		if err != nil {
+			return 0, s.fail("shared_purge", err)
+		}
+		slot, err := node.ClusterKeySlot(ctx, prefix).Result()
+		if err != nil {
+			return 0, s.fail("shared_purge", err)
+		}
+		all, err := node.ClusterGetKeysInSlot(ctx, int(slot), purgeSlotKeys).Result()
+		if err != nil {
+			return 0, s.fail("shared_purge", err)
+		}
+		for _, k := range all {
+			if strings.HasPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
+	} else {
+		iter := s.rw.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return 0, s.fail("shared_purge", err)
+		}
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	n, err := s.rw.Unlink(ctx, keys...).Result()
+	return n, s.fail("shared_purge", err)
+}
+
+// purgeSlotKeys bounds the keys SharedPurge lists in one slot.
+const purgeSlotKeys = 100000
 
 // SharedRelease drops a recompute lease (DEL) once the new copy is stored.
 func (s *Store) SharedRelease(ctx context.Context, key string) error {
