@@ -37,13 +37,15 @@ import (
 //     (derived families, one key group per slot), get, set and del (the
 //     shared cache level of families with cache_shared), hset, hdel,
 //     incrby, get, hgetall, multi and exec (member bans and their version;
-//     lifting a ban is unban.lua).
+//     lifting a ban is unban.lua), cluster|getkeysinslot (a removal drops
+//     a board's shared cache copies: the keys of its one slot).
 //   - layout and readiness: memory|usage, cluster|slots, cluster|info,
 //     config|get (maxmemory-policy, /readyz).
 //   - cluster monitor: info, cluster|nodes, cluster|myid, scan (key
 //     sampling under the prefix), memory|usage.
 var Commands = []string{
 	"asking",
+	"cluster|getkeysinslot",
 	"cluster|info",
 	"cluster|myid",
 	"cluster|nodes",

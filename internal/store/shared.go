@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/shard"
 )
 
 // SharedGet reads a shared cache copy (GET); ok is false when absent.
@@ -60,11 +62,7 @@ func (s *Store) SharedPurge(ctx context.Context, prefix string) (int64, error) {
 		if err != nil {
 			return 0, s.fail("shared_purge", err)
 		}
-		slot, err := node.ClusterKeySlot(ctx, prefix).Result()
-		if err != nil {
-			return 0, s.fail("shared_purge", err)
-		}
-		all, err := node.ClusterGetKeysInSlot(ctx, int(slot), purgeSlotKeys).Result()
+		all, err := node.ClusterGetKeysInSlot(ctx, shard.Slot(prefix), purgeSlotKeys).Result()
 		if err != nil {
 			return 0, s.fail("shared_purge", err)
 		}
