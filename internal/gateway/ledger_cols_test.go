@@ -234,3 +234,109 @@ func TestLedgerReconcileColumns(t *testing.T) {
 	}
 	wantStanding(t, "rebuilt", standingOf(t, svc, race, "u1"), 10, map[string]int64{"t": 500}, "")
 }
+
+// The same projections (columns, metadata, a stale version, a removal and
+// the upstream's next version) give the same board in both modes, entry by
+// entry; in ledger mode a rebuild gives it again.
+func TestProjectionColumnsBothModes(t *testing.T) {
+	t.Parallel()
+	const fams = `  proj:
+    source: projection
+    period: all
+    tie: first
+    seq_capacity: 1000000
+    columns:
+      - {name: wins, max: 100}
+      - {name: ms, order: asc, max: 9999}
+    dimensions:
+      national: {shards: 2}
+`
+	ctx := context.Background()
+	ref := BoardRef{Family: "proj", Period: "all", Dimension: "national"}
+	run := func(t *testing.T, ledgerMode bool) []rank.Entry {
+		svc, _ := moderationService(t, ledgerMode, fams)
+		for _, p := range []struct {
+			user         string
+			version, pts int64
+			wins, ms     int64
+			md           string
+			wantApplied  bool
+		}{
+			{"u1", 1, 10, 3, 500, `{"a":1}`, true},
+			{"u2", 1, 10, 5, 900, "", true},
+			{"u3", 1, 10, 5, 800, `{"c":3}`, true},
+			{"u1", 2, 10, 7, 500, "", true},
+			{"u1", 2, 99, 0, 0, `{"stale":1}`, false},
+			{"u4", 1, 12, 0, 0, `{"d":4}`, true},
+		} {
+			pr := Projection{Version: p.version, Points: p.pts, Columns: map[string]int64{"wins": p.wins, "ms": p.ms}}
+			if p.md != "" {
+				pr.Metadata = json.RawMessage(p.md)
+			}
+			res, err := svc.Project(ctx, ref, p.user, pr)
+			if err != nil || res.Applied != p.wantApplied {
+				t.Fatalf("projection %s@%d: %+v %v, want applied=%v", p.user, p.version, res, err, p.wantApplied)
+			}
+		}
+		if _, err := svc.RemoveMember(ctx, ref, "u4", moderator); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Project(ctx, ref, "u4", Projection{Version: 2, Points: 10, Columns: map[string]int64{"wins": 5, "ms": 800},
+			Metadata: json.RawMessage(`{"d":5}`)}); err != nil {
+			t.Fatal(err)
+		}
+		top := func() []rank.Entry {
+			page, err := svc.Top(ctx, ref, 10, ReadOptions{Consistency: ConsistencyPrimary, Metadata: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return page.Entries
+		}
+		got := top()
+		if ledgerMode {
+			if _, err := svc.Rebuild(ctx, ref); err != nil {
+				t.Fatal(err)
+			}
+			if again := top(); !sameEntryList(again, got) {
+				t.Fatalf("after a rebuild: %+v, live %+v", again, got)
+			}
+		}
+		return got
+	}
+	redisOnly, inLedger := run(t, false), run(t, true)
+	if !sameEntryList(redisOnly, inLedger) {
+		t.Fatalf("Redis-only %+v\nledger      %+v", redisOnly, inLedger)
+	}
+	// u1 most wins; u3 and u4 equal on points and columns (u3 reached them
+	// first); u2 more time.
+	want := []string{"u1", "u3", "u4", "u2"}
+	if len(redisOnly) != len(want) {
+		t.Fatalf("top: %+v", redisOnly)
+	}
+	for i, e := range redisOnly {
+		if e.User != want[i] {
+			t.Fatalf("entry %d is %s, want %s (%+v)", i, e.User, want[i], redisOnly)
+		}
+	}
+	if md := string(redisOnly[0].Metadata); md != "" {
+		t.Fatalf("u1's last projection carried no metadata, got %q", md)
+	}
+	if md := string(redisOnly[2].Metadata); md != `{"d":5}` {
+		t.Fatalf("u4's metadata %q", md)
+	}
+}
+
+// sameEntryList compares entries as a client sees them.
+func sameEntryList(a, b []rank.Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.User != y.User || x.Points != y.Points || x.Rank != y.Rank || x.Position != y.Position ||
+			!maps.Equal(x.Columns, y.Columns) || string(x.Metadata) != string(y.Metadata) {
+			return false
+		}
+	}
+	return true
+}
