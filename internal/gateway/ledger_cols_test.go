@@ -340,3 +340,70 @@ func sameEntryList(a, b []rank.Entry) bool {
 	}
 	return true
 }
+
+// Metadata on a sum family without columns (the ledger's delta path for
+// groups): the same batches and reversal give the same board, metadata
+// included, in both modes, and again after a ledger rebuild.
+func TestSumMetadataBothModes(t *testing.T) {
+	t.Parallel()
+	const fams = `  f:
+    period: all
+    tie: first
+    rank: competition
+    dimensions:
+      national: {shards: 4}
+`
+	ctx := context.Background()
+	ref := BoardRef{Family: "f", Period: "all", Dimension: "national"}
+	md := func(s string) json.RawMessage { return json.RawMessage(`{"m":"` + s + `"}`) }
+	run := func(t *testing.T, ledgerMode bool) []rank.Entry {
+		svc, _ := moderationService(t, ledgerMode, fams)
+		for _, batch := range [][]Event{
+			{{EventID: "e1", Family: "f", User: "u1", Delta: ptr(int64(5)), Metadata: md("e1")},
+				{EventID: "e2", Family: "f", User: "u2", Delta: ptr(int64(3)), Metadata: md("e2")},
+				{EventID: "e3", Family: "f", User: "u1", Delta: ptr(int64(1)), Metadata: md("e3")},
+				{EventID: "e4", Family: "f", User: "u3", Delta: ptr(int64(6))}},
+			{{EventID: "e5", Family: "f", User: "u2", Delta: ptr(int64(3))}, // no metadata: clears u2's
+				{EventID: "e6", Family: "f", User: "u3", Delta: ptr(int64(1)), Metadata: md("e6")},
+				{EventID: "e1", Family: "f", User: "u1", Delta: ptr(int64(5)), Metadata: md("retry")}}, // a retry changes nothing
+			{{EventID: "r3", Family: "f", User: "u1", Reverses: "e3"}}, // keeps u1's metadata, as Redis does
+		} {
+			items, err := svc.ApplyBatch(ctx, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, it := range items {
+				if it.Err != nil {
+					t.Fatalf("event %s: %v", batch[i].EventID, it.Err)
+				}
+			}
+		}
+		page, err := svc.Top(ctx, ref, 10, ReadOptions{Consistency: ConsistencyPrimary, Metadata: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ledgerMode {
+			if _, err := svc.Rebuild(ctx, ref); err != nil {
+				t.Fatal(err)
+			}
+			again, err := svc.Top(ctx, ref, 10, ReadOptions{Consistency: ConsistencyPrimary, Metadata: true})
+			if err != nil || !sameEntryList(again.Entries, page.Entries) {
+				t.Fatalf("after a rebuild: %+v %v, live %+v", again.Entries, err, page.Entries)
+			}
+		}
+		return page.Entries
+	}
+	redisOnly, inLedger := run(t, false), run(t, true)
+	if !sameEntryList(redisOnly, inLedger) {
+		t.Fatalf("Redis-only %+v\nledger      %+v", redisOnly, inLedger)
+	}
+	want := []struct{ user, md string }{{"u3", `{"m":"e6"}`}, {"u2", ""}, {"u1", `{"m":"e3"}`}}
+	if len(redisOnly) != len(want) {
+		t.Fatalf("top: %+v", redisOnly)
+	}
+	for i, w := range want {
+		if e := redisOnly[i]; e.User != w.user || string(e.Metadata) != w.md {
+			t.Fatalf("entry %d: %s %q, want %s %q", i, e.User, e.Metadata, w.user, w.md)
+		}
+	}
+}

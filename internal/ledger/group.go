@@ -66,7 +66,8 @@ func (l *Ledger) RecordGroup(ctx context.Context, evs []GroupEvent) ([]GroupResu
 			it.err = fmt.Errorf("%w: event %q: a group takes awards and corrections; a %s goes through Record", ErrInvalid, it.ev.EventID, it.ev.Kind)
 		}
 		it.refused = it.err
-		g.sum = g.sum && (it.err != nil || it.r.Aggregate == "sum")
+		// Sort columns combine per column (columns.go): the locking path.
+		g.sum = g.sum && (it.err != nil || (it.r.Aggregate == "sum" && len(it.r.Columns) == 0))
 	}
 	op, first := "record_group", ""
 	if len(evs) > 0 {

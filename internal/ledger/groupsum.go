@@ -125,7 +125,8 @@ type sumPlan struct {
 // sumRow is one totals row of a delta-path group: what the group adds.
 type sumRow struct {
 	sum, n int64
-	k      int64 // the k of the row's last event (−1: none; −2: no event yet)
+	k      int64  // the k of the row's last event (−1: none; −2: no event yet)
+	md     string // the metadata of the row's last event: every sum event sets it
 }
 
 // planSum places every applied event of a delta-path group: its k in its
@@ -161,7 +162,7 @@ func (g *group) planSum() (*sumPlan, error) {
 				append(p.per, key.period), append(p.board, bd), append(p.member, key.member)
 			p.d, p.sum, p.n, p.k, p.kPrev = append(p.d, d), append(p.sum, sum), append(p.n, r.n+1), append(p.k, k), append(p.kPrev, r.k)
 			p.pk = append(p.pk, pk)
-			r.sum, r.n, r.k = sum, r.n+1, k
+			r.sum, r.n, r.k, r.md = sum, r.n+1, k, it.ev.Metadata
 			it.boards[j] = groupBoard{key: key, changed: true, applied: d}
 		}
 		it.applied = true
@@ -230,10 +231,11 @@ func (p *sumPlan) queueTotals(b *pgx.Batch) {
 	n := len(keys)
 	bs, ms := make([]string, n), make([]string, n)
 	sums, ns := make([]int64, n), make([]int64, n)
+	mds := make([]string, n)
 	var seqs seqCols
 	for i, key := range keys {
 		r := p.rows[key]
-		bs[i], ms[i], sums[i], ns[i] = key.board, key.member, r.sum, r.n
+		bs[i], ms[i], sums[i], ns[i], mds[i] = key.board, key.member, r.sum, r.n, r.md
 		gr := gRow{k: int(r.k), fp: periodKey{key.family, key.period}} // k −1: seq 0
 		seqs.add(gr, false, p.need)
 	}
@@ -241,15 +243,15 @@ func (p *sumPlan) queueTotals(b *pgx.Batch) {
 	// exists and is locked, so it is the update: the deltas added to the
 	// points (0 when absent), the version and live moved by the row's
 	// events, the seq of its last one.
-	b.Queue(`INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live)
-		SELECT sfam, sper, board, member, sum, n, `+seqExpr("s")+`, true, n
+	b.Queue(`INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live, metadata)
+		SELECT sfam, sper, board, member, sum, n, `+seqExpr("s")+`, true, n, md
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
-			$7::bigint[], $8::bigint[], $9::bigint[])
-			AS u(sfam, sper, board, member, sum, n, sk, sneed, sseq)
+			$7::bigint[], $8::bigint[], $9::bigint[], $10::text[])
+			AS u(sfam, sper, board, member, sum, n, sk, sneed, sseq, md)
 		ON CONFLICT (family, period, board, member) DO UPDATE SET
 			points = (CASE WHEN t.present THEN t.points ELSE 0 END) + EXCLUDED.points, version = t.version + EXCLUDED.version,
-			seq = EXCLUDED.seq, present = true, live = t.live + EXCLUDED.live, updated_at = now()`,
-		seqs.fam, seqs.per, bs, ms, sums, ns, seqs.k, seqs.need, seqs.seq)
+			seq = EXCLUDED.seq, present = true, live = t.live + EXCLUDED.live, metadata = EXCLUDED.metadata, updated_at = now()`,
+		seqs.fam, seqs.per, bs, ms, sums, ns, seqs.k, seqs.need, seqs.seq, mds)
 }
 
 // fillSum fills the boards of the applied events from what event_boards
@@ -275,7 +277,7 @@ func (g *group) fillSum(after map[ebKey]ebAfter) error {
 				k = int(a.seq - g.base[pk])
 			}
 			gb.cur = gRow{row: totalsRow{points: a.total - gb.applied}, k: -1, fp: pk}
-			gb.next = gRow{row: totalsRow{points: a.total, version: a.version, seq: a.seq, present: true}, k: k, fp: pk}
+			gb.next = gRow{row: totalsRow{points: a.total, version: a.version, seq: a.seq, present: true, md: it.ev.Metadata}, k: k, fp: pk}
 		}
 	}
 	return nil
