@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/rankgate/rankgate/internal/rank"
 
 	"github.com/rankgate/rankgate/internal/soon"
 )
@@ -1608,46 +1610,67 @@ func TestRecordGroupConcurrentSameIDs(t *testing.T) {
 
 // BenchmarkRecordGroup: one group commit of 100 events on 3 boards each, the
 // shape of a batch of the load tool's events scenario (members spread, some
-// repeated).
+// repeated); side by side: plain sum events (the delta path), the same with
+// metadata (delta path), and a family with two sort columns (the locking
+// path: columns combine per column).
 func BenchmarkRecordGroup(b *testing.B) {
-	schema := "b_" + fmt.Sprint(time.Now().UnixNano())
-	l, err := Open(context.Background(), testDSN(), Options{Schema: schema})
-	if err != nil {
-		b.Skip(err)
-	}
-	defer func() {
-		_ = l.withConn(context.Background(), func(c *pgx.Conn) error {
-			_, err := c.Exec(context.Background(), `DROP SCHEMA "`+schema+`" CASCADE`)
-			return err
+	colRules := sumTie
+	colRules.Columns = []rank.Column{{Name: "time", Asc: true, Max: 86400000, Agg: "last"}, {Name: "kills", Max: 999, Agg: "sum"}}
+	for _, shape := range []struct {
+		name, family string
+		rules        Rules
+		md           string
+		cols         bool
+	}{
+		{"plain", "bench", sumTie, "", false},
+		{"metadata", "benchmd", sumTie, `{"car":"red","lap":3}`, false},
+		{"columns", "benchcols", colRules, "", true},
+	} {
+		b.Run(shape.name, func(b *testing.B) {
+			// Each shape on its own fresh schema: none pays for another's rows.
+			schema := "b_" + fmt.Sprint(time.Now().UnixNano())
+			l, err := Open(context.Background(), testDSN(), Options{Schema: schema})
+			if err != nil {
+				b.Skip(err)
+			}
+			defer func() {
+				_ = l.withConn(context.Background(), func(c *pgx.Conn) error {
+					_, err := c.Exec(context.Background(), `DROP SCHEMA "`+schema+`" CASCADE`)
+					return err
+				})
+				l.Close()
+			}()
+			ctx := context.Background()
+			n := 0
+			for b.Loop() {
+				items := make([]GroupEvent, 100)
+				for i := range items {
+					n++
+					m := fmt.Sprintf("m%d", (n*7919)%20000)
+					ev := Event{EventID: fmt.Sprintf("%s.e%d", shape.family, n), Family: shape.family, Period: testPeriod, Member: m,
+						Boards: []string{"national", "province:p" + fmt.Sprint(n%8), "class:c" + fmt.Sprint(n%50)}, Delta: ptr(3),
+						Dims: map[string]string{"province": "p" + fmt.Sprint(n%8), "class": "c" + fmt.Sprint(n%50)}, Metadata: shape.md}
+					if shape.cols {
+						ev.Columns = []int64{int64(n % 86400000), 1}
+					}
+					items[i] = GroupEvent{Event: ev, Rules: shape.rules}
+				}
+				if _, err := l.RecordGroup(ctx, items); err != nil {
+					b.Fatal(err)
+				}
+				if os.Getenv("BENCH_MARK") != "" {
+					ids := make([]string, len(items))
+					for i, it := range items {
+						ids[i] = it.Event.EventID
+					}
+					if err := l.MarkProjected(ctx, ids...); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "events/s")
 		})
-		l.Close()
-	}()
-	ctx := context.Background()
-	n := 0
-	b.ResetTimer()
-	for b.Loop() {
-		items := make([]GroupEvent, 100)
-		for i := range items {
-			n++
-			m := fmt.Sprintf("m%d", (n*7919)%20000)
-			items[i] = GroupEvent{Event: Event{EventID: fmt.Sprintf("e%d", n), Family: "bench", Period: testPeriod, Member: m,
-				Boards: []string{"national", "province:p" + fmt.Sprint(n%8), "class:c" + fmt.Sprint(n%50)}, Delta: ptr(3),
-				Dims: map[string]string{"province": "p" + fmt.Sprint(n%8), "class": "c" + fmt.Sprint(n%50)}}, Rules: sumTie}
-		}
-		if _, err := l.RecordGroup(ctx, items); err != nil {
-			b.Fatal(err)
-		}
-		if os.Getenv("BENCH_MARK") != "" {
-			ids := make([]string, len(items))
-			for i, it := range items {
-				ids[i] = it.Event.EventID
-			}
-			if err := l.MarkProjected(ctx, ids...); err != nil {
-				b.Fatal(err)
-			}
-		}
 	}
-	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "events/s")
 }
 
 // A group's events wait for Redis in one pending row: the group's moved
