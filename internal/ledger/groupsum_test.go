@@ -28,7 +28,9 @@ func counter(t *testing.T, l *Ledger, op string) float64 {
 // mix two sum families (tie first and not), members and boards, duplicates
 // of recorded events and within the group, a frozen period, invalid events,
 // totals that would leave the range (the delta path then reruns on the
-// locking path), deltas that overflow int64, and reversals between groups.
+// locking path), deltas that overflow int64, and reversals between groups;
+// most events carry metadata (some none), which the totals, the answers and
+// the events keep.
 func TestRecordGroupDeltaPathMatchesLocking(t *testing.T) {
 	t.Parallel()
 	delta, locking := openTest(t), openTest(t)
@@ -42,6 +44,7 @@ func TestRecordGroupDeltaPathMatchesLocking(t *testing.T) {
 	tie, plain := sumTie, sumMember
 	tie.MaxPoints, plain.MaxPoints = 60, 60
 	rnd := rand.New(rand.NewPCG(10, 10))
+	mdRnd := rand.New(rand.NewPCG(11, 11)) // its own source: the events' mix stays rnd's
 	boardSets := [][]string{{"national"}, {"national", "city:x"}, {"city:y", "national", "city:x"}}
 	const groups = 40
 	reversed := 0
@@ -66,6 +69,9 @@ func TestRecordGroupDeltaPathMatchesLocking(t *testing.T) {
 				ev.Period = "2026-W01" // frozen in dq; open (new) in dp
 			case 1:
 				ev.Member = "" // invalid
+			}
+			if m := mdRnd.IntN(4); m > 0 { // "" (none) a quarter of the time
+				ev.Metadata = fmt.Sprintf(`{"g":%d, "i":%d,"m":%d}`, g, i, m)
 			}
 			items[i] = GroupEvent{Event: ev, Rules: r}
 		}
@@ -99,14 +105,15 @@ func TestRecordGroupDeltaPathMatchesLocking(t *testing.T) {
 		}
 	}
 	for _, q := range []string{
-		`SELECT family, period, board, member, points, version, seq, present, live FROM totals ORDER BY 1, 2, 3, 4`,
-		`SELECT event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after FROM event_boards ORDER BY 1, 2`,
+		`SELECT family, period, board, member, points, version, seq, present, live, columns, metadata FROM totals ORDER BY 1, 2, 3, 4`,
+		`SELECT event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after, cols_before, cols_after
+			FROM event_boards ORDER BY 1, 2`,
 		// The order of the events on each board (ord values differ: a rolled
 		// back attempt uses some up).
 		`SELECT e.family, e.period, b.board, e.member, string_agg(b.event_id, ' ' ORDER BY b.ord) FROM event_boards b
 			JOIN events e USING (event_id) GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
 		`SELECT family, period, next FROM period_seq ORDER BY 1, 2`,
-		`SELECT event_id, kind, family, period, member, delta FROM events ORDER BY 1`,
+		`SELECT event_id, kind, family, period, member, delta, columns, metadata FROM events ORDER BY 1`,
 		`SELECT count(*) FROM projection_pending`,
 	} {
 		a, b := dump(t, delta, q), dump(t, locking, q)
