@@ -121,7 +121,9 @@ func newLedgerWrites(s *Service, linger time.Duration, maxEvents int) *ledgerWri
 // seq row, hot members' totals rows, held to COMMIT), so concurrent groups
 // there only queue on row locks and each pays its own flush; one group at a
 // time carries everything that arrived meanwhile in one transaction and one
-// flush (docs/performance.md, issue 10: 4 slots measured worse).
+// flush (docs/performance.md, issue 10: 4 slots measured worse). The price:
+// a group stuck on a lock (a settlement, a slow PostgreSQL) holds every
+// group of the gateway, of any family, until it ends or groupTimeout.
 const commitGroups = 1
 
 func (w *ledgerWrites) apply(ctx context.Context, plans []plan, _ map[string]map[string]int, now time.Time) ([]BatchItem, error) {

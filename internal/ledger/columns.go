@@ -18,10 +18,11 @@ import (
 // lower first on an asc one), 0 when equal.
 func cmpCols(cols []rank.Column, a, b []int64) int {
 	for i, c := range cols {
-		if a[i] == b[i] {
+		ai, bi := colAt(a, i), colAt(b, i)
+		if ai == bi {
 			continue
 		}
-		better := a[i] > b[i]
+		better := ai > bi
 		if c.Asc {
 			better = !better
 		}
@@ -29,6 +30,16 @@ func cmpCols(cols []rank.Column, a, b []int64) int {
 			return 1
 		}
 		return -1
+	}
+	return 0
+}
+
+// colAt is column i of vs, 0 when vs has none (a row written before the
+// family declared its columns: documented as needing a new period, but a
+// stored row must never make a comparison panic).
+func colAt(vs []int64, i int) int64 {
+	if i < len(vs) {
+		return vs[i]
 	}
 	return 0
 }
@@ -45,14 +56,14 @@ func combineCols(cols []rank.Column, cur, ev []int64) []int64 {
 	}
 	out := make([]int64, len(cols))
 	for i, c := range cols {
-		x := ev[i]
+		x := colAt(ev, i)
 		switch c.Agg {
 		case "sum", "":
-			x = cur[i] + ev[i]
+			x = colAt(cur, i) + colAt(ev, i)
 		case "max":
-			x = max(cur[i], ev[i])
+			x = max(colAt(cur, i), colAt(ev, i))
 		case "min":
-			x = min(cur[i], ev[i])
+			x = min(colAt(cur, i), colAt(ev, i))
 		}
 		out[i] = x
 	}
@@ -73,17 +84,17 @@ func reverseCols(cols []rank.Column, cur, before, after []int64) []int64 {
 	for i, c := range cols {
 		var x int64
 		if cur != nil {
-			x = cur[i]
+			x = colAt(cur, i)
 		}
 		switch {
 		case c.Agg == "sum" || c.Agg == "":
-			added := after[i]
+			added := colAt(after, i)
 			if before != nil {
-				added -= before[i]
+				added -= colAt(before, i)
 			}
 			x -= added
 		case latest && before != nil:
-			x = before[i]
+			x = colAt(before, i)
 		}
 		out[i] = x
 	}
@@ -93,8 +104,8 @@ func reverseCols(cols []rank.Column, cur, before, after []int64) []int64 {
 // colsInRange reports the first column outside [0, max] ("" : none).
 func colsInRange(cols []rank.Column, vals []int64) string {
 	for i, c := range cols {
-		if vals[i] < 0 || vals[i] > c.Max {
-			return fmt.Sprintf("column %s would be %d, outside 0..%d", c.Name, vals[i], c.Max)
+		if colAt(vals, i) < 0 || colAt(vals, i) > c.Max {
+			return fmt.Sprintf("column %s would be %d, outside 0..%d", c.Name, colAt(vals, i), c.Max)
 		}
 	}
 	return ""

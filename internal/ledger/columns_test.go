@@ -22,6 +22,8 @@ func TestColumnRules(t *testing.T) {
 		{"lower time first (asc)", []int64{4, 0, 0, 0}, []int64{5, 9, 9, 0}, 1},
 		{"more kills first (desc)", []int64{5, 6, 0, 9}, []int64{5, 5, 9, 0}, 1},
 		{"last column decides", []int64{5, 5, 5, 6}, []int64{5, 5, 5, 5}, -1},
+		{"a row without columns reads as zeros", []int64{}, []int64{0, 0, 0, 1}, 1},
+		{"a short row reads as zeros past its end", []int64{5}, []int64{5, 1, 0, 0}, -1},
 	} {
 		if got := cmpCols(cols, tc.a, tc.b); got != tc.wantCmp {
 			t.Errorf("%s: cmpCols = %d, want %d", tc.name, got, tc.wantCmp)
@@ -37,6 +39,7 @@ func TestColumnRules(t *testing.T) {
 		{"a new member takes the event's values", nil, []int64{7, 3, 4, 5}, []int64{7, 3, 4, 5}},
 		{"each column by its aggregate", []int64{7, 3, 4, 5}, []int64{9, 2, 1, 8}, []int64{9, 5, 4, 5}},
 		{"max and min move", []int64{7, 3, 4, 5}, []int64{1, 0, 6, 2}, []int64{1, 3, 6, 2}},
+		{"a present row without columns starts from zeros", []int64{}, []int64{9, 2, 1, 8}, []int64{9, 2, 1, 0}},
 	} {
 		if got := combineCols(cols, tc.cur, tc.ev); !slices.Equal(got, tc.after) {
 			t.Errorf("%s: combineCols = %v, want %v", tc.name, got, tc.after)

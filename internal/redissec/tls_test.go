@@ -606,14 +606,25 @@ func exerciseModeration(t testing.TB, ctx context.Context, svc *gateway.Service,
 	}
 
 	hot := gateway.BoardRef{Family: "hot", Period: "current", Dimension: "national"}
-	if _, err := svc.ApplyEvent(ctx, gateway.Event{EventID: "hot1", Family: "hot", User: "u01", Delta: ptr(int64(3))}); err != nil {
-		t.Errorf("event on the shared-cache family: %v", err)
-	}
-	for i := range 2 { // the first computes under the lease and stores the page
-		top, err := svc.Top(ctx, hot, 3, gateway.ReadOptions{Consistency: gateway.ConsistencyCached})
-		if err != nil || !slices.Equal(users(top.Entries), []string{"u01"}) {
-			t.Errorf("shared cached top, read %d: %v, %v; want [u01]", i, users(top.Entries), err)
+	for i, u := range []string{"u01", "u02"} {
+		if _, err := svc.ApplyEvent(ctx, gateway.Event{EventID: "hot" + u, Family: "hot", User: u, Delta: ptr(int64(3 - i))}); err != nil {
+			t.Errorf("event on the shared-cache family: %v", err)
 		}
+	}
+	cached := gateway.ReadOptions{Consistency: gateway.ConsistencyCached}
+	for i := range 2 { // the first computes under the lease and stores the page
+		top, err := svc.Top(ctx, hot, 3, cached)
+		if err != nil || !slices.Equal(users(top.Entries), []string{"u01", "u02"}) {
+			t.Errorf("shared cached top, read %d: %v, %v; want [u01 u02]", i, users(top.Entries), err)
+		}
+	}
+	// A removal drops the shared copy (CLUSTER GETKEYSINSLOT, UNLINK): were
+	// it refused, the next cached read would serve the stale copy.
+	if rm, err := svc.RemoveMember(ctx, hot, "u01", mod); err != nil || !rm.Removed {
+		t.Errorf("remove u01 from the shared-cache family: %+v, %v", rm, err)
+	}
+	if top, err := svc.Top(ctx, hot, 3, cached); err != nil || !slices.Equal(users(top.Entries), []string{"u02"}) {
+		t.Errorf("shared cached top after removing u01: %v, %v; want [u02]", users(top.Entries), err)
 	}
 }
 

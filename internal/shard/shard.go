@@ -167,11 +167,14 @@ func (l Layout) Keys(b Board, i, n int) Keys {
 }
 
 // SharedCache returns the key of a board's shared cache copy of one query
-// (q: a hash of the query), under the tag of the board's shard 0.
+// (q: a hash of the query), under the tag of the board's shard 0. The "~c:"
+// marker cannot start a family name ([a-z0-9_-]), so no board's data key —
+// not even a family named "c" keyed under the same group — starts with a
+// board's SharedCachePrefix: a purge drops cached copies only.
 func (l Layout) SharedCache(b Board, n int, q string) string {
 	var sb strings.Builder
 	l.writeBase(&sb, b, 0, n)
-	sb.WriteString("c:")
+	sb.WriteString("~c:")
 	sb.WriteString(q)
 	return sb.String()
 }

@@ -168,3 +168,38 @@ func BenchmarkKeys(b *testing.B) {
 		_ = l.Keys(bd, 3, 16)
 	}
 }
+
+// TestSharedCachePrefixOwnsOnlyCacheKeys: a board's purge prefix
+// (SharedCachePrefix) must start no data key of any board in the same slot
+// — families keyed under one group name themselves after the period, and a
+// family may be called "c" — and no other board's cached copies.
+func TestSharedCachePrefixOwnsOnlyCacheKeys(t *testing.T) {
+	t.Parallel()
+	l := Layout{Prefix: "rk"}
+	var boards []Board
+	for _, fam := range []string{"season", "c", "c-", "bonus", "lease"} {
+		for _, dim := range [][2]string{{National, ""}, {"class", "c"}} {
+			boards = append(boards, Board{Family: fam, Period: "2026-W34", DimType: dim[0], DimValue: dim[1], Group: "season"})
+		}
+	}
+	const n = 4
+	for _, a := range boards {
+		prefix := l.SharedCachePrefix(a, n)
+		if !strings.HasPrefix(l.SharedCache(a, n, "q1"), prefix) || !strings.HasPrefix(l.SharedLease(a, n, "q1"), prefix) {
+			t.Fatalf("%+v: its own cache key or lease does not start with its prefix %q", a, prefix)
+		}
+		for _, b := range boards {
+			for i := range n {
+				k := l.Keys(b, i, n)
+				for _, key := range []string{k.Z, k.M, k.Ev, k.Meta, k.Cols, k.Md, k.Snapshot("s1"), k.RebuildZ(), k.RebuildM()} {
+					if strings.HasPrefix(key, prefix) {
+						t.Errorf("purge prefix %q of %+v starts the data key %q of %+v", prefix, a, key, b)
+					}
+				}
+			}
+			if a != b && strings.HasPrefix(l.SharedCache(b, n, "q1"), prefix) {
+				t.Errorf("purge prefix %q of %+v starts %+v's cached copy %q", prefix, a, b, l.SharedCache(b, n, "q1"))
+			}
+		}
+	}
+}
