@@ -69,6 +69,7 @@ func (l *Ledger) RecordGroup(ctx context.Context, evs []GroupEvent) ([]GroupResu
 		// Sort columns combine per column (columns.go): the locking path.
 		g.sum = g.sum && (it.err != nil || (it.r.Aggregate == "sum" && len(it.r.Columns) == 0))
 	}
+	g.oneTrip = g.sum
 	op, first := "record_group", ""
 	if len(evs) > 0 {
 		first = evs[0].Event.EventID
@@ -79,6 +80,13 @@ func (l *Ledger) RecordGroup(ctx context.Context, evs []GroupEvent) ([]GroupResu
 	var err error
 	for {
 		err = l.inBatchTx(ctx, op, first, func(tx txq) error { return g.run(ctx, tx) })
+		if errors.Is(err, errTwoTrips) {
+			// Rolled back: the one round trip's assumption (every event
+			// new, every period open) did not hold.
+			g.oneTrip = false
+			l.m.retries.WithLabelValues(op + "_two_trips").Inc()
+			continue
+		}
 		if errors.Is(err, errLockingPath) {
 			// Rolled back: a total of the delta path left the range; the
 			// locking path refuses the events that do, alone.
@@ -203,6 +211,9 @@ type group struct {
 	// sum: every event is a sum-family award or correction: the delta path
 	// (runSum) unless it sent the group back to the locking path.
 	sum bool
+	// oneTrip: the delta path writes the group in the round trip of its
+	// event and period rows (runSumOneTrip) unless that sent it back.
+	oneTrip bool
 }
 
 // run is one attempt of the group's transaction.

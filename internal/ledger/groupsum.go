@@ -32,11 +32,14 @@ var errLockingPath = errors.New("ledger: the group needs the locking path")
 // alone and compute its successors without it) or a sum overflows, the
 // transaction is rolled back and the group runs again on the locking path.
 //
-// Round trips: (1) BEGIN, the event rows, the period rows (shared); (2) the
-// totals rows inserted when missing, else locked, in key order; the seq
-// ranges; event_boards computed from the locked rows; the totals updated by
-// the deltas; the pending-projection row; the answers of duplicates; (3)
-// COMMIT. The lock order is the locking path's.
+// Round trips: (1) BEGIN, the event rows, the period rows (shared), then,
+// written as if every event were new and every period open
+// (runSumOneTrip), the totals rows inserted when missing, else locked, in
+// key order; the seq ranges; event_boards computed from the locked rows; the
+// totals updated by the deltas; the pending-projection row; the answers of
+// duplicates; (2) COMMIT. When the assumption did not hold, the group is
+// rolled back and runs again with the second part in a round trip of its
+// own, decided from the inserted rows. The lock order is the locking path's.
 func (g *group) runSum(ctx context.Context, tx txq) error {
 	firstOf, ids := g.reset()
 	var periods []periodKey
@@ -54,22 +57,121 @@ func (g *group) runSum(ctx context.Context, tx txq) error {
 		return err
 	}
 	states := queueLockPeriods(b, periods)
+	if g.oneTrip {
+		return g.runSumOneTrip(ctx, tx, b, ids, periods, inserted, states)
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("ledger: inserting %d events and locking %d periods: %w", len(ids), len(periods), err)
 	}
+	if err := checkPeriods(periods, states); err != nil {
+		return err
+	}
+	if err := g.settle(inserted, states, nil); err != nil {
+		return err
+	}
+	b = &pgx.Batch{}
+	after, found, err := g.queueSum(b)
+	if err != nil {
+		return err
+	}
+	if err := sumBatchErr(tx.SendBatch(ctx, b).Close(), len(g.items)); err != nil {
+		return err
+	}
+	if err := g.fillSum(after); err != nil {
+		return err
+	}
+	return g.finish(found)
+}
+
+// errTwoTrips sends a group from the one round trip delta path back to the
+// delta path's two (see runSumOneTrip).
+var errTwoTrips = errors.New("ledger: the group needs the delta path's two round trips")
+
+// runSumOneTrip is the delta path in one round trip before the COMMIT: the
+// group is written as if every event were new and every period open (the
+// usual case), in the same batch as the event and period rows; the batch's
+// own results then tell whether that held. When it did not (a duplicate of
+// a recorded event, a concurrent writer of the same id, a period not open),
+// the transaction is rolled back and the group runs again on the two round
+// trips, which decide from the inserted rows. The statements and the lock
+// order are the two round trips' (the seq range lock is still held to
+// COMMIT).
+func (g *group) runSumOneTrip(ctx context.Context, tx txq, b *pgx.Batch, ids []string, periods []periodKey,
+	inserted map[string]bool, states map[periodKey]string) error {
+	assumed, open := make(map[string]bool, len(ids)), make(map[periodKey]string, len(periods))
+	for _, id := range ids {
+		assumed[id] = true
+	}
+	for _, p := range periods {
+		open[p] = StateOpen
+	}
+	if err := g.settle(assumed, open, nil); err != nil {
+		return err
+	}
+	after, found, err := g.queueSum(b)
+	if err != nil {
+		return err
+	}
+	berr := tx.SendBatch(ctx, b).Close()
+	// The assumption is checked first, once the event and period rows are
+	// in (every period answered: the statements before ran): a write on a
+	// wrong one may have failed the batch (an event_boards row of a
+	// recorded event).
+	if len(states) == len(periods) {
+		for _, id := range ids {
+			if !inserted[id] {
+				return fmt.Errorf("%w: event %s already recorded", errTwoTrips, id)
+			}
+		}
+		for _, p := range periods {
+			if st := states[p]; st != StateOpen {
+				return fmt.Errorf("%w: %s/%s is %s", errTwoTrips, p.family, p.period, st)
+			}
+		}
+	}
+	if berr == nil {
+		berr = checkPeriods(periods, states)
+	}
+	if err := sumBatchErr(berr, len(g.items)); err != nil {
+		return err
+	}
+	if err := g.fillSum(after); err != nil {
+		return err
+	}
+	return g.finish(found)
+}
+
+func checkPeriods(periods []periodKey, states map[periodKey]string) error {
 	for _, p := range periods {
 		if _, ok := states[p]; !ok {
 			return fmt.Errorf("ledger: period %s/%s missing after insert", p.family, p.period)
 		}
 	}
-	if err := g.settle(inserted, states, nil); err != nil {
-		return err
+	return nil
+}
+
+// sumBatchErr is the error of a delta-path group's writing batch: an int64
+// overflow sends the group to the locking path.
+func sumBatchErr(err error, n int) error {
+	if err == nil {
+		return nil
 	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "22003" { // numeric_value_out_of_range: a sum overflowed
+		return fmt.Errorf("%w: %v", errLockingPath, err)
+	}
+	return fmt.Errorf("ledger: writing a group of %d events: %w", n, err)
+}
+
+// queueSum queues a delta-path group's writes once its items are settled:
+// the totals rows inserted or locked, the seq ranges, event_boards, the
+// totals, the refused events' rows deleted, the pending-projection row and
+// the answers of duplicates.
+func (g *group) queueSum(b *pgx.Batch) (map[ebKey]ebAfter, []bool, error) {
 	p, err := g.planSum()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	b = &pgx.Batch{}
 	queueInsertOrLock(b, p.keys, "")
 	g.queueSeqRanges(b, p.need)
 	after := p.queueEventBoards(b)
@@ -91,18 +193,7 @@ func (g *group) runSum(ctx context.Context, tx txq) error {
 			return r.Scan(&g.pending)
 		})
 	}
-	found := g.queueDuplicates(b)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "22003" { // numeric_value_out_of_range: a sum overflowed
-			return fmt.Errorf("%w: %v", errLockingPath, err)
-		}
-		return fmt.Errorf("ledger: writing a group of %d events: %w", len(g.items), err)
-	}
-	if err := g.fillSum(after); err != nil {
-		return err
-	}
-	return g.finish(found)
+	return after, g.queueDuplicates(b), nil
 }
 
 // sumPlan is what the events of a delta-path group do to their totals rows,
