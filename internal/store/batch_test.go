@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -127,6 +128,38 @@ func TestReadShardsNoScript(t *testing.T) {
 	}
 }
 
+// seedProbeBoard fills key with n members m000… in points groups of 10
+// scores with equal scores inside (and a negative group) and returns each
+// member's score.
+func seedProbeBoard(t *testing.T, ctx context.Context, e *env, key string, n int) map[string]int64 {
+	t.Helper()
+	var zs []redis.Z
+	score := map[string]int64{}
+	for j := 0; j < n; j++ {
+		m := fmt.Sprintf("m%03d", (j*37)%n)
+		s := int64(j%4)*10 + int64(j%3)
+		if j%11 == 0 {
+			s = -25 // a negative group
+		}
+		zs = append(zs, redis.Z{Score: float64(s), Member: m})
+		score[m] = s
+	}
+	if err := e.c.ZAdd(ctx, key, zs...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return score
+}
+
+// probeIn is the probe of (score, member) with the points group of an
+// encoding of base b (b = 0: the group is the score itself).
+func probeIn(s int64, m string, b int64) store.Probe {
+	if b == 0 {
+		return store.Probe{Score: s, Member: m, MoreMin: s + 1, SameMin: s}
+	}
+	lo := s - ((s%b)+b)%b
+	return store.Probe{Score: s, Member: m, MoreMin: lo + b, SameMin: lo}
+}
+
 // TestNativeProbeMatchesScript: a native position probe (ReadPlace: ZCARD,
 // ZCOUNT and a bounded read of the probe's points group) answers exactly
 // what position.lua answers — present and absent members, equal scores,
@@ -138,37 +171,15 @@ func TestNativeProbeMatchesScript(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t, 20*time.Second)
 	key := e.layout.ZKey(shard.Board{Family: "place", Period: "all", DimType: shard.National}, 0, 1)
-	var zs []redis.Z
-	score := map[string]int64{}
-	for j := 0; j < 80; j++ {
-		m := fmt.Sprintf("m%03d", (j*37)%80)
-		s := int64(j%4)*10 + int64(j%3) // points groups of 10 scores, equal scores inside
-		if j%11 == 0 {
-			s = -25 // a negative group
-		}
-		zs = append(zs, redis.Z{Score: float64(s), Member: m})
-		score[m] = s
-	}
-	if err := e.c.ZAdd(ctx, key, zs...).Err(); err != nil {
-		t.Fatal(err)
-	}
-	// probesOf: (score, member) with the points group of an encoding of
-	// base b (b = 0: the group is the score itself).
-	probe := func(s int64, m string, b int64) store.Probe {
-		if b == 0 {
-			return store.Probe{Score: s, Member: m, MoreMin: s + 1, SameMin: s}
-		}
-		lo := s - ((s%b)+b)%b
-		return store.Probe{Score: s, Member: m, MoreMin: lo + b, SameMin: lo}
-	}
+	score := seedProbeBoard(t, ctx, e, key, 80)
 	var probes []store.Probe
 	for _, b := range []int64{0, 10} {
 		for m, s := range score {
-			probes = append(probes, probe(s, m, b))
+			probes = append(probes, probeIn(s, m, b))
 		}
 		for _, s := range []int64{-30, -25, 0, 1, 5, 11, 21, 22, 32, 99} {
 			for _, m := range []string{"", "m040", "m0405", "zz"} {
-				probes = append(probes, probe(s, m, b))
+				probes = append(probes, probeIn(s, m, b))
 			}
 		}
 	}
@@ -245,40 +256,20 @@ func TestNativeWindowMatchesScript(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t, 20*time.Second)
 	key := e.layout.ZKey(shard.Board{Family: "window", Period: "all", DimType: shard.National}, 0, 1)
-	var zs []redis.Z
-	score := map[string]int64{}
-	for j := 0; j < 60; j++ {
-		m := fmt.Sprintf("m%03d", (j*37)%60)
-		s := int64(j%4)*10 + int64(j%3)
-		if j%11 == 0 {
-			s = -25
-		}
-		zs = append(zs, redis.Z{Score: float64(s), Member: m})
-		score[m] = s
-	}
-	if err := e.c.ZAdd(ctx, key, zs...).Err(); err != nil {
-		t.Fatal(err)
-	}
-	probe := func(s int64, m string, b int64) store.Probe {
-		if b == 0 {
-			return store.Probe{Score: s, Member: m, MoreMin: s + 1, SameMin: s}
-		}
-		lo := s - ((s%b)+b)%b
-		return store.Probe{Score: s, Member: m, MoreMin: lo + b, SameMin: lo}
-	}
+	score := seedProbeBoard(t, ctx, e, key, 60)
 	var probes []store.Probe
 	for _, b := range []int64{0, 10} {
 		for m, s := range score {
-			probes = append(probes, probe(s, m, b))
+			probes = append(probes, probeIn(s, m, b))
 			if b == 0 { // sort columns: more counts those above (s, a better member key)
-				p := probe(s, m, b)
+				p := probeIn(s, m, b)
 				p.MoreMember = m + "~"
 				probes = append(probes, p)
 			}
 		}
 		for _, s := range []int64{-30, -25, 0, 1, 11, 21, 32, 99} {
 			for _, m := range []string{"", "m030", "m0305", "zz"} {
-				probes = append(probes, probe(s, m, b))
+				probes = append(probes, probeIn(s, m, b))
 			}
 		}
 	}
