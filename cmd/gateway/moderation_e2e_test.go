@@ -106,10 +106,10 @@ func TestE2EModeration(t *testing.T) {
 	g.wantErr(t, "GET", lb("national")+"/members/mod1/history", nil, 412, "ledger_required", "")
 }
 
-// Ledger mode, the whole handler stack in-process on the real cluster and
-// PostgreSQL: the same flow, then the history of the removed member, paged.
-func TestModerationLedgerHTTP(t *testing.T) {
-	t.Parallel()
+// ledgerModerationServer serves the whole handler stack in ledger mode on
+// the real cluster and PostgreSQL, with a contract checker for its exchanges.
+func ledgerModerationServer(t *testing.T) (*httptest.Server, *apitest.Checker) {
+	t.Helper()
 	l, err := ledger.Open(context.Background(), testpg.DSN(t), ledger.Options{Schema: testpg.Schema(t), MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +122,14 @@ func TestModerationLedgerHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, checker
+}
+
+// Ledger mode, the whole handler stack in-process on the real cluster and
+// PostgreSQL: the same flow, then the history of the removed member, paged.
+func TestModerationLedgerHTTP(t *testing.T) {
+	t.Parallel()
+	srv, checker := ledgerModerationServer(t)
 	checker.Require(t, 10)
 	g := &gw{base: srv.URL, api: checker, client: &http.Client{Transport: checker.Transport(nil)}}
 	moderationFlow(t, g)
@@ -148,18 +156,7 @@ func TestModerationLedgerHTTP(t *testing.T) {
 // every exchange checked against the contract.
 func TestClientModeration(t *testing.T) {
 	t.Parallel()
-	l, err := ledger.Open(context.Background(), testpg.DSN(t), ledger.Options{Schema: testpg.Schema(t), MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Close)
-	stack := teststack.New(t, teststack.Options{Families: e2eFamilies, Ledger: l})
-	srv := httptest.NewServer(stack.Handler)
-	t.Cleanup(srv.Close)
-	checker, err := apitest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, checker := ledgerModerationServer(t)
 	checker.Require(t, 7)
 	c, err := client.New(srv.URL, client.WithHTTPClient(&http.Client{Transport: checker.Transport(nil)}))
 	if err != nil {
