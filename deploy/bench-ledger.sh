@@ -70,13 +70,30 @@ done
 url() { if [[ $1 == redis ]]; then echo "http://127.0.0.1:$PORT"; else echo "http://127.0.0.1:$((PORT + 1))"; fi; }
 
 go build -o "$OUT/loadtest" ./loadtest
-# run phase mode round args… → $OUT/phase/mode-rN/gateway.json
+
+# CPU time (utime + stime from /proc, clock ticks) around every run: the
+# run's gateway, the bench database's backends (ledger mode) and the six
+# redis-servers (both modes share them; only one mode runs at a time).
+REDIS_PIDS=$(for p in $(seq "$BASE" $((BASE + 5))); do
+	timeout 5 redis-cli -p "$p" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p' || true
+done)
+ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo "$t"; }
+pg_pids() { psql -qXAt "$RANKGATE_BENCH_LEDGER_DSN" -c "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"; }
+cpu() { # mode → "gateway postgres redis" ticks
+	local gw=${PIDS[0]} pg=""
+	[[ $1 == ledger ]] && { gw=${PIDS[1]}; pg=$(pg_pids); }
+	# shellcheck disable=SC2086 # word splitting of pid lists intended
+	echo "$(ticks "$gw") $(ticks $pg) $(ticks $REDIS_PIDS)"
+}
+# run phase mode round args… → $OUT/phase/mode-rN/gateway.json, …/mode-rN.cpu (ticks before, after)
 run() {
 	local phase=$1 mode=$2 round=$3
 	shift 3
+	cpu "$mode" >"$OUT/$phase/$mode-r$round.cpu"
 	"$OUT/loadtest" -scenario loadtest/scenarios/events.yaml -gateway "$(url "$mode")" -config "$OUT/redis.yaml" \
 		-duration "$DURATION" -no-plots -quiet -out "$OUT/$phase/$mode-r$round" "$@" >"$OUT/$phase/$mode-r$round.txt" 2>&1 ||
 		{ echo "bench-ledger: $phase $mode round $round failed; see $OUT/$phase/$mode-r$round.txt" >&2; exit 1; }
+	cpu "$mode" >>"$OUT/$phase/$mode-r$round.cpu"
 }
 # both phase args… : every round, both modes, alternating which goes first
 both() {
@@ -102,6 +119,14 @@ row() { # label phase
 	printf '| %s | %.0f events/s, p50 %.1f ms, p99 %.1f ms | %.0f events/s, p50 %.1f ms, p99 %.1f ms | **%s ×** | %s / %s |\n' "$1" \
 		"$r" "$(stat "$2" redis p50_ms)" "$(stat "$2" redis p99_ms)" "$l" "$(stat "$2" ledger p50_ms)" "$(stat "$2" ledger p99_ms)" \
 		"$(ratio "$l" "$r")" "$(errors "$2" redis)" "$(errors "$2" ledger)"
+}
+
+cpu_row() { # phase mode
+	local items
+	items=$(jq -s '[.[] | .ops[] | select(.op == "event" or .op == "batch") | .items] | add' "$OUT/$1"/"$2"-r*/gateway.json)
+	cat "$OUT/$1"/"$2"-r*.cpu | awk -v n="$items" -v hz="$(getconf CLK_TCK)" -v ph="$1" -v m="$2" '
+		NR % 2 == 1 { g -= $1; p -= $2; r -= $3 } NR % 2 == 0 { g += $1; p += $2; r += $3 }
+		END { f = 1e6 / hz / (n > 0 ? n : 1); printf "| %s | %s | %.0f | %.0f | %.0f | %.0f |\n", ph, m, g * f, p * f, r * f, (g + p + r) * f }'
 }
 
 echo "bench-ledger: $ROUNDS rounds of $DURATION per phase and mode; results in $OUT"
@@ -130,9 +155,21 @@ has open && both open -mode open -rate "$OPEN_RATE" -mix event=1
 	! [[ -d $OUT/single ]] || row "single events, 16 workers" single
 	! has workers || for w in $WORKERS; do row "single events, $w workers" "w$w"; done
 	! has open || row "single events, open loop $OPEN_RATE/s" open
+	echo
+	echo "CPU per event (µs, utime + stime over the runs ÷ events written; PostgreSQL: the bench database's backends; Redis: the six nodes):"
+	echo
+	echo "| load | mode | gateway | PostgreSQL | Redis | total |"
+	echo "| --- | --- | --- | --- | --- | --- |"
+	for ph in batch single open; do
+		[[ -d $OUT/$ph ]] || continue
+		for m in redis ledger; do cpu_row "$ph" "$m"; done
+	done
 	if has open; then
 		echo
 		printf 'open loop %s/s: single-event p99 ledger ÷ Redis-only = **%s ×** (goal ≤ 3 ×)\n' "$OPEN_RATE" \
 			"$(ratio "$(stat open ledger p99_ms)" "$(stat open redis p99_ms)")"
 	fi
 } | tee "$OUT/summary.md"
+# What the ledger's tables went through (HOT updates of totals, dead rows).
+psql -qXA "$RANKGATE_BENCH_LEDGER_DSN" -c "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, n_live_tup, n_dead_tup
+	FROM pg_stat_user_tables ORDER BY n_tup_ins + n_tup_upd DESC" >"$OUT/pg-tables.txt" || true

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -268,15 +269,7 @@ func (w Write) keysArgs() ([]string, []any) {
 		keys, args = []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
 			[]any{w.EventID, w.Reverses, w.Member, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, flag(w.PeriodClosed)}
 	case KindProject:
-		seqMode, present := "keep", "1"
-		if w.SetSeq {
-			seqMode = "set"
-		}
-		if w.Absent {
-			present = "0"
-		}
-		keys, args = []string{w.Keys.Z, w.Keys.M, w.Keys.Meta},
-			[]any{w.Member, w.Version, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, seqMode, present}
+		return w.projectKeys(), append([]any{1}, w.projectArgs()...)
 	case KindRemove:
 		return []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta, w.Keys.Cols, w.Keys.Md}, []any{w.Member, flag(w.PeriodClosed)}
 	default:
@@ -290,6 +283,27 @@ func (w Write) keysArgs() ([]string, []any) {
 		}
 	}
 	return keys, args
+}
+
+// projectKeys are a projection's KEYS (project.lua): writes with the same
+// keys share one script call.
+func (w Write) projectKeys() []string {
+	if w.KeepMetadata {
+		return []string{w.Keys.Z, w.Keys.M, w.Keys.Meta, w.Keys.Md}
+	}
+	return []string{w.Keys.Z, w.Keys.M, w.Keys.Meta}
+}
+
+// projectArgs is a projection's block of ARGV in project.lua.
+func (w Write) projectArgs() []any {
+	seqMode, present := "keep", "1"
+	if w.SetSeq {
+		seqMode = "set"
+	}
+	if w.Absent {
+		present = "0"
+	}
+	return []any{w.Member, w.Version, w.Value, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, seqMode, present, w.Metadata}
 }
 
 // colsKeysArgs: see columns.lua.
@@ -331,11 +345,14 @@ func flag(b bool) string {
 func KeysOf(w Write) []string { k, _ := w.keysArgs(); return k }
 
 // Write runs the writes in one pipelined round trip (go-redis splits it per
-// node and runs the nodes in parallel). A write whose EVALSHA met NOSCRIPT (a
-// restarted or promoted node, go-redis #3228) is re-run with EVAL in a second
-// pipeline. With WaitReplicas, each node's batch ends with WAIT on the same
-// connection (waitHook), and a write its master could not get to enough
-// replicas fails with ErrNotReplicated. Every result carries its own error.
+// node and runs the nodes in parallel). Projections (KindProject without
+// columns) on one board shard share one project.lua call, in their order:
+// a ledger group pays one script call per shard it touches, not one per
+// event and board. A script call whose EVALSHA met NOSCRIPT (a restarted or
+// promoted node, go-redis #3228) is re-run with EVAL in a second pipeline.
+// With WaitReplicas, each node's batch ends with WAIT on the same connection
+// (waitHook), and a write its master could not get to enough replicas fails
+// with ErrNotReplicated. Every result carries its own error.
 func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
@@ -345,49 +362,118 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 		ctx = context.WithValue(ctx, waitCtxKey{}, wait)
 	}
 	out := make([]WriteResult, len(ws))
-	cmds := make([]*redis.Cmd, len(ws))
+	calls := scriptCalls(ws)
+	cmds := make([]*redis.Cmd, len(calls))
 	pipe := s.rw.Pipeline()
-	for i, w := range ws {
-		sc, _ := w.script()
-		keys, args := w.keysArgs()
-		cmds[i] = sc.EvalSha(ctx, pipe, keys, args...)
+	for i, c := range calls {
+		cmds[i] = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
 	var rerun redis.Pipeliner
-	for i, w := range ws {
+	for i, c := range calls {
 		if isNoScript(cmds[i].Err()) {
 			s.m.noscript.Inc()
 			if rerun == nil {
 				rerun = s.rw.Pipeline()
 			}
-			sc, _ := w.script()
-			keys, args := w.keysArgs()
-			cmds[i] = sc.Eval(ctx, rerun, keys, args...)
+			cmds[i] = c.sc.Eval(ctx, rerun, c.keys, c.args...)
 		}
 	}
 	if rerun != nil {
 		_, _ = rerun.Exec(ctx)
 	}
-	for i, w := range ws {
-		_, name := w.script()
+	for i, c := range calls {
 		cmd := cmds[i]
 		if err := cmd.Err(); err != nil {
-			s.m.scriptErrors.WithLabelValues(name).Inc()
-			out[i].Err = s.fail("write", fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, err))
+			s.m.scriptErrors.WithLabelValues(c.name).Inc()
+			for _, j := range c.ws {
+				out[j].Err = s.fail("write", fmt.Errorf("%s script on %s: %w", c.name, ws[j].Keys.Tag, err))
+			}
 			continue
 		}
-		out[i] = parseWrite(w.Kind, cmd.Val())
-		if out[i].Err != nil {
-			out[i].Err = fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, out[i].Err)
-			continue
+		replies := []any{cmd.Val()}
+		if c.many {
+			arr, ok := cmd.Val().([]any)
+			if !ok || len(arr) != len(c.ws) {
+				for _, j := range c.ws {
+					out[j].Err = fmt.Errorf("%s script on %s: unexpected reply %v", c.name, ws[j].Keys.Tag, cmd.Val())
+				}
+				continue
+			}
+			replies = arr
 		}
-		if wait != nil && out[i].Status.Stored() {
-			if err := wait.check(cmd); err != nil {
-				out[i] = WriteResult{Err: s.fail("wait", fmt.Errorf("%s script on %s: %w", name, w.Keys.Tag, err))}
+		for k, j := range c.ws {
+			w := ws[j]
+			out[j] = parseWrite(w.Kind, replies[k])
+			if out[j].Err != nil {
+				out[j].Err = fmt.Errorf("%s script on %s: %w", c.name, w.Keys.Tag, out[j].Err)
+				continue
+			}
+			if wait != nil && out[j].Status.Stored() {
+				if err := wait.check(cmd); err != nil {
+					out[j] = WriteResult{Err: s.fail("wait", fmt.Errorf("%s script on %s: %w", c.name, w.Keys.Tag, err))}
+				}
 			}
 		}
 	}
 	return out
+}
+
+// scriptCall is one script call of a Write: one write, or (many) every
+// projection of the Write on one board shard.
+type scriptCall struct {
+	sc   *redis.Script
+	name string
+	keys []string
+	args []any
+	ws   []int // the writes it carries, in their order
+	many bool  // a project.lua call: one reply per write
+}
+
+// scriptCalls turns writes into script calls: each projection joins the
+// call of the projections before it with the same KEYS (project.lua runs
+// them in order; writes with other keys are independent of them), unless a
+// write of another form touches the same sorted set, whose order with them
+// then matters: that set's writes keep one call each.
+func scriptCalls(ws []Write) []scriptCall {
+	solo := map[string]bool{} // sorted sets some write other than a projection of one key set touches
+	form := map[string]string{}
+	for _, w := range ws {
+		k := ""
+		if w.Kind == KindProject && !w.HasCols {
+			k = strings.Join(w.projectKeys(), "\x00")
+		}
+		if f, ok := form[w.Keys.Z]; ok && (f != k || k == "") {
+			solo[w.Keys.Z] = true
+		}
+		form[w.Keys.Z] = k
+	}
+	calls := make([]scriptCall, 0, len(ws))
+	at := map[string]int{} // sorted set → its projection call
+	for i, w := range ws {
+		if w.Kind == KindProject && !w.HasCols {
+			if c, ok := at[w.Keys.Z]; ok {
+				calls[c].ws = append(calls[c].ws, i)
+				calls[c].args = append(calls[c].args, w.projectArgs()...)
+				continue
+			}
+			if !solo[w.Keys.Z] {
+				at[w.Keys.Z] = len(calls)
+			}
+			calls = append(calls, scriptCall{sc: projectScript, name: "project", keys: w.projectKeys(),
+				args: append([]any{nil}, w.projectArgs()...), ws: []int{i}, many: true})
+			continue
+		}
+		sc, name := w.script()
+		keys, args := w.keysArgs()
+		calls = append(calls, scriptCall{sc: sc, name: name, keys: keys, args: args, ws: []int{i}})
+	}
+	for i := range calls {
+		if calls[i].many {
+			calls[i].args[0] = len(calls[i].ws)
+		}
+	}
+	return calls
 }
 
 func isNoScript(err error) bool {
