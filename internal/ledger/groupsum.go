@@ -164,9 +164,9 @@ func sumBatchErr(err error, n int) error {
 }
 
 // queueSum queues a delta-path group's writes once its items are settled:
-// the totals rows inserted or locked, the seq ranges, event_boards, the
-// totals, the refused events' rows deleted, the pending-projection row and
-// the answers of duplicates.
+// the totals rows inserted or locked, the seq ranges, the totals and
+// event_boards (one statement), the refused events' rows deleted, the
+// pending-projection row and the answers of duplicates.
 func (g *group) queueSum(b *pgx.Batch) (map[ebKey]ebAfter, []bool, error) {
 	p, err := g.planSum()
 	if err != nil {
@@ -174,8 +174,7 @@ func (g *group) queueSum(b *pgx.Batch) (map[ebKey]ebAfter, []bool, error) {
 	}
 	queueInsertOrLock(b, p.keys, "")
 	g.queueSeqRanges(b, p.need)
-	after := p.queueEventBoards(b)
-	p.queueTotals(b)
+	after := p.queueWrite(b)
 	var drop, moved []string
 	for i := range g.items {
 		switch it := &g.items[i]; {
@@ -201,7 +200,7 @@ func (g *group) queueSum(b *pgx.Batch) (map[ebKey]ebAfter, []bool, error) {
 // and one per row.
 type sumPlan struct {
 	need map[periodKey]int
-	keys []totalsKey // the rows, in first-use order (locked in key order)
+	keys []totalsKey // the rows, in key order (the order they are locked in)
 	rows map[totalsKey]*sumRow
 
 	// Per (event, board): the event's id, the row, the delta, the sum of the
@@ -210,7 +209,6 @@ type sumPlan struct {
 	// event's on the row (−2: the first of the group on the row).
 	id, fam, per, board, member []string
 	d, sum, n, k, kPrev         []int64
-	pk                          []periodKey
 }
 
 // sumRow is one totals row of a delta-path group: what the group adds.
@@ -252,7 +250,6 @@ func (g *group) planSum() (*sumPlan, error) {
 			p.id, p.fam, p.per, p.board, p.member = append(p.id, it.ev.EventID), append(p.fam, key.family),
 				append(p.per, key.period), append(p.board, bd), append(p.member, key.member)
 			p.d, p.sum, p.n, p.k, p.kPrev = append(p.d, d), append(p.sum, sum), append(p.n, r.n+1), append(p.k, k), append(p.kPrev, r.k)
-			p.pk = append(p.pk, pk)
 			r.sum, r.n, r.k, r.md = sum, r.n+1, k, it.ev.Metadata
 			it.boards[j] = groupBoard{key: key, changed: true, applied: d}
 		}
@@ -269,40 +266,88 @@ type ebAfter struct {
 
 type ebKey struct{ id, board string }
 
-// queueEventBoards queues the event_boards rows of the plan in the group's
-// order (their ord, the history's order, is taken as they are inserted), computed from
-// the totals rows (locked by the statement before, not yet updated) and the
-// period's seq row (moved by the statement before); once the batch ran, the
-// map holds what each event left.
-func (p *sumPlan) queueEventBoards(b *pgx.Batch) map[ebKey]ebAfter {
+// queueWrite queues the plan's writes as one statement, once the rows are
+// locked (earlier in the batch) and the seq ranges taken (the statement just
+// before): the totals rows moved by what the group adds, and the
+// event_boards rows in the group's order (their ord, the history's order,
+// is taken as they are inserted), computed from the rows as they were
+// before the statement — every part of one statement reads the same
+// snapshot — and the periods' seq rows. Each totals row is read once (one
+// index lookup per row, not one per event and board) and each period's seq
+// row once (not once per event_boards and totals row: a row every group
+// updates, whose dead versions each lookup walks); the event_boards rows
+// find them by position in two one-row arrays, so no join is planned. Once
+// the batch ran, the map holds what each event left.
+func (p *sumPlan) queueWrite(b *pgx.Batch) map[ebKey]ebAfter {
 	out := make(map[ebKey]ebAfter, len(p.id))
-	if len(p.id) == 0 {
+	if len(p.keys) == 0 {
 		return out
 	}
-	need := make([]int64, len(p.pk))
-	for i, pk := range p.pk {
-		need[i] = int64(p.need[pk])
+	// The periods and the rows (in key order), by position (1…).
+	pi := map[periodKey]int64{}
+	var pfam, pper []string
+	var pneed []int64
+	ri := make(map[totalsKey]int64, len(p.keys))
+	n := len(p.keys)
+	rpi, sums, ns, ks := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	bs, ms, mds := make([]string, n), make([]string, n), make([]string, n)
+	for i, key := range p.keys {
+		pk := periodKey{key.family, key.period}
+		if _, ok := pi[pk]; !ok {
+			pi[pk] = int64(len(pfam) + 1)
+			pfam, pper, pneed = append(pfam, key.family), append(pper, key.period), append(pneed, int64(p.need[pk]))
+		}
+		ri[key] = int64(i + 1)
+		r := p.rows[key]
+		rpi[i], bs[i], ms[i], sums[i], ns[i], ks[i], mds[i] = pi[pk], key.board, key.member, r.sum, r.n, r.k, r.md
 	}
-	// seq of a k: −1 → 0 (no tie seq), else the range's start + k.
-	seq := func(k string) string {
-		return `CASE WHEN ` + k + ` = -1 THEN 0 ELSE s.next - u.need + ` + k + ` END`
+	eri := make([]int64, len(p.id))
+	for i := range p.id {
+		eri[i] = ri[totalsKey{p.fam[i], p.per[i], p.board[i], p.member[i]}]
+	}
+	// seq of a k on row index x: −1 → 0 (no tie seq), else the range's
+	// start + k.
+	seq := func(k, x string) string {
+		return `CASE WHEN ` + k + ` = -1 THEN 0 ELSE s.next[($3::bigint[])[` + x + `]] - ($4::bigint[])[($3::bigint[])[` + x + `]] + ` + k + ` END`
 	}
 	var k ebKey
 	var a ebAfter
-	b.Queue(`INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after)
-		SELECT u.id, u.board, u.d, true,
-			CASE WHEN u.kprev = -2 THEN (CASE WHEN t.present THEN t.seq ELSE -1 END) ELSE `+seq("u.kprev")+` END,
-			`+seq("u.k")+`,
-			(CASE WHEN t.present THEN t.points ELSE 0 END) + u.sum, true, t.version + u.n
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
-				$9::bigint[], $10::bigint[], $11::bigint[]) WITH ORDINALITY
-			AS u(id, fam, per, board, member, d, sum, n, k, kprev, need, o)
-		CROSS JOIN LATERAL (SELECT points, version, seq, present FROM totals t WHERE t.family = u.fam AND t.period = u.per
-			AND t.board = u.board AND t.member = u.member) AS t
-		LEFT JOIN LATERAL (SELECT next FROM period_seq s WHERE s.family = u.fam AND s.period = u.per) AS s ON true
+	// The upsert is the update (every row exists and is locked): the deltas
+	// added to the points (0 when absent), the version and live moved by
+	// the row's events, the seq of its last one.
+	b.Queue(`WITH s AS (
+			SELECT array_agg(s.next ORDER BY q.i) AS next
+			FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(fam, per, i)
+			LEFT JOIN LATERAL (SELECT next FROM period_seq s WHERE s.family = q.fam AND s.period = q.per) AS s ON true
+		), r AS (
+			SELECT array_agg(CASE WHEN t.present THEN t.points ELSE 0 END ORDER BY q.i) AS points,
+				array_agg(t.version ORDER BY q.i) AS version,
+				array_agg(CASE WHEN t.present THEN t.seq ELSE -1 END ORDER BY q.i) AS seq
+			FROM unnest($3::bigint[], $5::text[], $6::text[]) WITH ORDINALITY AS q(p, board, member, i)
+			LEFT JOIN LATERAL (SELECT points, version, seq, present FROM totals t WHERE t.family = ($1::text[])[q.p]
+				AND t.period = ($2::text[])[q.p] AND t.board = q.board AND t.member = q.member) AS t ON true
+		), up AS (
+			INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live, metadata)
+			SELECT ($1::text[])[u.p], ($2::text[])[u.p], u.board, u.member, u.sum, u.n, `+seq("u.k", "u.i")+`, true, u.n, u.md
+			FROM unnest($3::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[]) WITH ORDINALITY
+				AS u(p, board, member, sum, n, k, md, i)
+			CROSS JOIN s
+			ON CONFLICT (family, period, board, member) DO UPDATE SET
+				points = (CASE WHEN t.present THEN t.points ELSE 0 END) + EXCLUDED.points, version = t.version + EXCLUDED.version,
+				seq = EXCLUDED.seq, present = true, live = t.live + EXCLUDED.live, metadata = EXCLUDED.metadata, updated_at = now()
+		)
+		INSERT INTO event_boards (event_id, board, applied, changed, seq_before, seq_after, total_after, present_after, version_after)
+		SELECT u.id, ($5::text[])[u.r], u.d, true,
+			CASE WHEN u.kprev = -2 THEN r.seq[u.r] ELSE `+seq("u.kprev", "u.r")+` END,
+			`+seq("u.k", "u.r")+`,
+			r.points[u.r] + u.sum, true, r.version[u.r] + u.n
+		FROM unnest($11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[]) WITH ORDINALITY
+			AS u(id, r, d, sum, n, k, kprev, o)
+		CROSS JOIN r CROSS JOIN s
 		ORDER BY u.o
 		RETURNING event_id, board, total_after, version_after, seq_after`,
-		p.id, p.fam, p.per, p.board, p.member, p.d, p.sum, p.n, p.k, p.kPrev, need).Query(func(rows pgx.Rows) error {
+		pfam, pper, rpi, pneed, bs, ms, sums, ns, ks, mds,
+		p.id, eri, p.d, p.sum, p.n, p.k, p.kPrev).Query(func(rows pgx.Rows) error {
 		_, err := pgx.ForEachRow(rows, []any{&k.id, &k.board, &a.total, &a.version, &a.seq}, func() error {
 			out[k] = a
 			return nil
@@ -310,39 +355,6 @@ func (p *sumPlan) queueEventBoards(b *pgx.Batch) map[ebKey]ebAfter {
 		return err
 	})
 	return out
-}
-
-// queueTotals queues the update of the plan's rows (locked earlier in the
-// batch) by what the group adds, in key order.
-func (p *sumPlan) queueTotals(b *pgx.Batch) {
-	if len(p.keys) == 0 {
-		return
-	}
-	keys := p.keys // in key order
-	n := len(keys)
-	bs, ms := make([]string, n), make([]string, n)
-	sums, ns := make([]int64, n), make([]int64, n)
-	mds := make([]string, n)
-	var seqs seqCols
-	for i, key := range keys {
-		r := p.rows[key]
-		bs[i], ms[i], sums[i], ns[i], mds[i] = key.board, key.member, r.sum, r.n, r.md
-		gr := gRow{k: int(r.k), fp: periodKey{key.family, key.period}} // k −1: seq 0
-		seqs.add(gr, false, p.need)
-	}
-	// An upsert, as the locking path's (one index probe per row); every row
-	// exists and is locked, so it is the update: the deltas added to the
-	// points (0 when absent), the version and live moved by the row's
-	// events, the seq of its last one.
-	b.Queue(`INSERT INTO totals AS t (family, period, board, member, points, version, seq, present, live, metadata)
-		SELECT sfam, sper, board, member, sum, n, `+seqExpr("s")+`, true, n, md
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
-			$7::bigint[], $8::bigint[], $9::bigint[], $10::text[])
-			AS u(sfam, sper, board, member, sum, n, sk, sneed, sseq, md)
-		ON CONFLICT (family, period, board, member) DO UPDATE SET
-			points = (CASE WHEN t.present THEN t.points ELSE 0 END) + EXCLUDED.points, version = t.version + EXCLUDED.version,
-			seq = EXCLUDED.seq, present = true, live = t.live + EXCLUDED.live, metadata = EXCLUDED.metadata, updated_at = now()`,
-		seqs.fam, seqs.per, bs, ms, sums, ns, seqs.k, seqs.need, seqs.seq, mds)
 }
 
 // fillSum fills the boards of the applied events from what event_boards

@@ -232,6 +232,14 @@ func TestMigrations(t *testing.T) {
 					t.Errorf("Ping: %v", err)
 				}
 			}
+			// 0007: totals pages keep room for HOT updates.
+			var opts []string
+			err := ls[0].withConn(t.Context(), func(c *pgx.Conn) error {
+				return c.QueryRow(t.Context(), `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'totals'::regclass`).Scan(&opts)
+			})
+			if err != nil || !slices.Contains(opts, "fillfactor=70") {
+				t.Errorf("totals reloptions = %v (%v), want fillfactor=70", opts, err)
+			}
 			// Every Open wrote through to the same tables.
 			if _, err := ls[0].Record(t.Context(), sumEv("m1", "f", "u1", 3), sumTie); err != nil {
 				t.Fatal(err)
