@@ -225,14 +225,18 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan, done func()) []
 	// One pipeline projects every committed event's boards; of several
 	// totals of one member on one board, only the newest goes to Redis.
 	var writes []store.Write
-	newest := map[string]int{} // board key + member → index in writes
+	// Keyed by the board shard's sorted set (family, period, board and shard)
+	// and the member: versions compare only within one totals row, and the
+	// hash tag alone names neither the period nor a family keyed under
+	// another's group (TestLedgerGroupSpansTwoPeriods).
+	newest := map[string]int{} // sorted set + member → index in writes
 	idx := make([][]int, len(plans))
 	for _, i := range committed {
 		p := plans[i]
 		ws := s.projections(ctx, p.fam, p.period.ID, p.ev.User, results[i].Outcome.Boards, p.received)
 		idx[i] = make([]int, len(ws))
 		for k, wr := range ws {
-			key := wr.Keys.Tag + "\x00" + wr.Member + "\x00" + results[i].Outcome.Boards[k].Board
+			key := wr.Keys.Z + "\x00" + wr.Member
 			j, seen := newest[key]
 			switch {
 			case !seen:

@@ -426,6 +426,48 @@ func TestLedgerGroupMixed(t *testing.T) {
 	}
 }
 
+// One group holds a member's events of two periods (a late event within
+// grace and one of today): each period's board gets its own projection, even
+// when the older period's total has the higher version. Keyed by tag, member
+// and board alone, the two collided and today's write was dropped (answered
+// with yesterday's result, marked projected, so the projector never sent it).
+func TestLedgerGroupSpansTwoPeriods(t *testing.T) {
+	t.Parallel()
+	svc, l := newLedgerService(t, `  d:
+    period: day
+    timezone: UTC
+    grace: 48h
+    dimensions:
+      national: {shards: 2}
+`, nil)
+	ctx := context.Background()
+	yesterday := time.Now().Add(-24 * time.Hour)
+	for i := range 3 { // u1's total of yesterday at version 3
+		if _, err := svc.ApplyEvent(ctx, Event{EventID: fmt.Sprintf("y%d", i), Family: "d", User: "u1", Delta: ptr(int64(1)), At: &yesterday}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items, err := svc.ApplyBatch(ctx, []Event{
+		{EventID: "late", Family: "d", User: "u1", Delta: ptr(int64(10)), At: &yesterday}, // yesterday: 13, version 4
+		{EventID: "today", Family: "d", User: "u1", Delta: ptr(int64(7))},                 // today: 7, version 1
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{13, 7}
+	for i, it := range items {
+		if it.Err != nil || len(it.Result.Boards) != 1 || it.Result.Boards[0].Points != want[i] {
+			t.Fatalf("item %d = %+v, %v; want %d points", i, it.Result, it.Err, want[i])
+		}
+	}
+	old := svc.families["d"].spec.At(yesterday).ID
+	wantTop(t, svc, BoardRef{Family: "d", Period: old, Dimension: "national"}, []userPts{{"u1", 13}})
+	wantTop(t, svc, BoardRef{Family: "d", Period: "current", Dimension: "national"}, []userPts{{"u1", 7}})
+	if got, err := l.Total(ctx, "d", items[1].Result.Period, "national", "u1"); err != nil || got.Points != 7 || got.Version != 1 {
+		t.Errorf("ledger total of today = %+v, %v; want 7 at version 1", got, err)
+	}
+}
+
 // Two gateways on one ledger and one cluster write the same event ids at
 // once, as batches and as single events: each id applies exactly once, one
 // gateway answers it applied and the other duplicate, and Redis equals the

@@ -272,8 +272,10 @@ type ebKey struct{ id, board string }
 // event_boards rows in the group's order (their ord, the history's order,
 // is taken as they are inserted), computed from the rows as they were
 // before the statement — every part of one statement reads the same
-// snapshot — and the periods' seq rows. Each totals row is read once (one
-// index lookup per row, not one per event and board) and each period's seq
+// snapshot — and the periods' seq rows. Each totals row is read once by the
+// statement (one index lookup per row, not one per event and board; with the
+// insert-or-lock before and the upsert's conflict check, three per row and
+// group) and each period's seq
 // row once (not once per event_boards and totals row: a row every group
 // updates, whose dead versions each lookup walks); the event_boards rows
 // find them by position in two one-row arrays, so no join is planned. Once

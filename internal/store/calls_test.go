@@ -23,6 +23,7 @@ func TestScriptCallsGroupProjectionsPerShard(t *testing.T) {
 		{Kind: KindApply, Keys: kc, Member: "u1", EventID: "e1", Mode: "sum"},
 		proj(kc, "u3"), proj(ka, "u3"), proj(kc, "u4"),
 		{Kind: KindProject, Keys: kb, Member: "u5", HasCols: true}, // columns.lua: its own call
+		proj(kb, "u6"), // kb: touched by a columns write, so not grouped with write 1
 	}
 	calls := scriptCalls(ws)
 	type want struct {
@@ -33,11 +34,12 @@ func TestScriptCallsGroupProjectionsPerShard(t *testing.T) {
 	}
 	exp := []want{
 		{"project", []int{0, 2, 5}, true, 3},
-		{"project", []int{1}, true, 1},
+		{"project", []int{1}, true, 1}, // kb: touched by a columns write too
 		{"apply", []int{3}, false, 0},
 		{"project", []int{4}, true, 1}, // kc: touched by an apply too
 		{"project", []int{6}, true, 1},
 		{"columns", []int{7}, false, 0},
+		{"project", []int{8}, true, 1},
 	}
 	if len(calls) != len(exp) {
 		t.Fatalf("%d calls, want %d: %+v", len(calls), len(exp), calls)

@@ -237,7 +237,7 @@ func TestScriptsDeclareKeysAndFlags(t *testing.T) {
 		{"reverse", false, []string{ka.Z, ka.Ev, ka.Meta}, []string{ka.Z, ka.Ev, kb.Meta},
 			[]any{"r1", "e1", "u1", 0, 0, 1000, 1, "r1"}},
 		{"project", false, []string{ka.Z, ka.M, ka.Meta}, []string{kb.Z, ka.M, ka.Meta},
-			[]any{"u1", 1, 5, 0, 0, 1000, 1, "r1"}},
+			[]any{1, "u1", 1, 5, 0, 0, 1000, 1, "r1", "set", "1", ""}},
 		{"seek", true, []string{ka.Z}, []string{ka.Z, kb.Z}, []any{"top", "0", "", 10, "", ""}},
 		{"position", true, []string{ka.Z}, []string{ka.Z, kb.Z}, []any{1, "0", "u1", "1", "0", "", ""}},
 		{"columns", false, []string{ka.Z, ka.Ev, ka.M, ka.Meta, ka.Cols, ka.Md}, []string{ka.Z, ka.Ev, ka.M, ka.Meta, kb.Cols, ka.Md},

@@ -12,6 +12,10 @@
 --       '0' removes the member (a ledger reversal of its only change, or a
 --       removal; at the stored version too), and (used with KEYS[4]) the
 --       projection's metadata JSON ('' clears it).
+-- A Lua error in one block (a malformed argument: a bug, the Go side builds
+-- them) ends the call with the blocks before it applied; every write of the
+-- call is then answered with the error and retried, and their versions make
+-- the retry of the applied ones stale, not a second count.
 -- Returns n replies, one per block: {status, version (stored or applied),
 -- score before or '', score after or ''} with status ok | stale | closed | range.
 local z, m, meta, md = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
