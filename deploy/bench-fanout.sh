@@ -12,6 +12,9 @@
 # It prints req/s per round and the ratios against the goals; then the cache level across 3
 # gateways (ports GATEWAY_PORT..+2 without cache_shared, +3..+5 with it): fan-outs per TTL
 # of one hot cached Top-100; then INFO commandstats per read (100 calls of each).
+# With COMPARE=1 (the default) the gateway on GATEWAY_PORT+1 reads through
+# redis.read_transport COMPARE_TRANSPORT (go-redis) and its reads are measured
+# beside the main gateway's (rueidis, the default) in the same rounds (*_b).
 #
 #   make bench-fanout                          # 1M members, 2 rounds, 5 s each (≈ 4-5 min)
 #   MEMBERS=100000 ROUNDS=1 make bench-fanout  # quick look
@@ -29,6 +32,8 @@ ROUNDS=${ROUNDS:-2}
 WORKERS=${WORKERS:-8}
 DURATION=${DURATION:-5s}
 KEEP=${KEEP:-0}
+COMPARE=${COMPARE:-1}
+COMPARE_TRANSPORT=${COMPARE_TRANSPORT:-go-redis}
 CONFIG=${CONFIG:-deploy/bench-fanout.yaml}
 OUT=${OUT:-loadtest/results/fanout-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
@@ -52,13 +57,20 @@ trap cleanup EXIT
 # The measuring gateway, two more with the same config (the cache level
 # without cache_shared, 3 gateways) and three with cache_shared: true.
 sed 's/cache_shared: false/cache_shared: true/' "$CONFIG" >"$OUT/shared.yaml"
+sed "s/^redis:\$/redis:\n  read_transport: $COMPARE_TRANSPORT/" "$CONFIG" >"$OUT/compare.yaml"
 start_gateway() { # port config name
 	"$OUT/gateway" -config "$2" -listen "127.0.0.1:$1" -ready-file "$OUT/ready-$3" -log-level warn 2>"$OUT/gateway-$3.log" &
 	pids+=($!)
 }
 local_urls=() shared_urls=()
+compare=()
 for k in 0 1 2; do
-	start_gateway $((GATEWAY_PORT + k)) "$CONFIG" "local$k"
+	if [[ $k == 1 && $COMPARE == 1 ]]; then
+		start_gateway $((GATEWAY_PORT + k)) "$OUT/compare.yaml" "local$k"
+		compare=(-compare "http://127.0.0.1:$((GATEWAY_PORT + k))" -compare-transport "$COMPARE_TRANSPORT")
+	else
+		start_gateway $((GATEWAY_PORT + k)) "$CONFIG" "local$k"
+	fi
 	local_urls+=("http://127.0.0.1:$((GATEWAY_PORT + k))")
 	start_gateway $((GATEWAY_PORT + 3 + k)) "$OUT/shared.yaml" "shared$k"
 	shared_urls+=("http://127.0.0.1:$((GATEWAY_PORT + 3 + k))")
@@ -70,6 +82,6 @@ done
 
 "$OUT/fanoutbench" -config "$CONFIG" -gateway "http://127.0.0.1:$GATEWAY_PORT" -members "$MEMBERS" \
 	-rounds "$ROUNDS" -workers "$WORKERS" -duration "$DURATION" \
-	-cache-local "$(IFS=,; echo "${local_urls[*]}")" -cache-shared "$(IFS=,; echo "${shared_urls[*]}")" | tee "$OUT/result.md"
+	-cache-local "$(IFS=,; echo "${local_urls[*]}")" -cache-shared "$(IFS=,; echo "${shared_urls[*]}")" "${compare[@]}" | tee "$OUT/result.md"
 echo
 echo "bench-fanout: results in $OUT/result.md (command: MEMBERS=$MEMBERS ROUNDS=$ROUNDS WORKERS=$WORKERS DURATION=$DURATION make bench-fanout)"

@@ -135,7 +135,17 @@ type Redis struct {
 	// after a failover). 100ms..2s.
 	ClusterReloadInterval time.Duration
 	PoolSize              int // 0: go-redis default
+	// ReadTransport is how a read whose keys one master serves reaches it:
+	// ReadTransportRueidis (one auto-pipelining rueidis client per master)
+	// or ReadTransportGoRedis (a pipeline on go-redis's client of the master).
+	ReadTransport string
 }
+
+// Read transports (redis.read_transport).
+const (
+	ReadTransportRueidis = "rueidis"
+	ReadTransportGoRedis = "go-redis"
+)
 
 // Ledger holds the PostgreSQL ledger settings.
 type Ledger struct {
@@ -342,6 +352,7 @@ func Default() *Config {
 			WriteTimeout:          500 * time.Millisecond,
 			ReplicaReads:          true,
 			ClusterReloadInterval: time.Second,
+			ReadTransport:         ReadTransportRueidis,
 		},
 		Ledger: Ledger{CommitLinger: 2 * time.Millisecond, CommitMaxEvents: 500},
 		Limits: Limits{

@@ -26,6 +26,7 @@ func TestLoadExample(t *testing.T) {
 		WriteTimeout:          500 * time.Millisecond,
 		ReplicaReads:          true,
 		ClusterReloadInterval: time.Second,
+		ReadTransport:         ReadTransportRueidis,
 	}
 	if !reflect.DeepEqual(c.Redis, wantRedis) {
 		t.Errorf("redis = %+v, want %+v", c.Redis, wantRedis)

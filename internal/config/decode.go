@@ -83,6 +83,7 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				"wait_replicas":            intField(d, &r.WaitReplicas),
 				"cluster_reload_interval":  d.duration(&r.ClusterReloadInterval),
 				"pool_size":                intField(d, &r.PoolSize),
+				"read_transport":           d.str(&r.ReadTransport),
 			})
 		},
 		"ledger": func(n *yaml.Node, key string) {

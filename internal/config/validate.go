@@ -227,6 +227,7 @@ func (c *Config) validateRedis(v *validator) {
 			d, minClusterReload, maxClusterReload)
 	}
 	v.intRange("redis.pool_size", r.PoolSize, 0, maxPoolSize)
+	v.oneOf("redis.read_transport", r.ReadTransport, ReadTransportRueidis, ReadTransportGoRedis)
 	r.buildTLS(v)
 }
 

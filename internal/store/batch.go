@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/rankgate/rankgate/internal/rank"
 )
@@ -126,10 +127,16 @@ func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool,
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	c, ro := s.reader(replica)
-	if node := s.masterOf(ctx, c, ro, reads); node != nil && s.readPipeline(ctx, node, reads, ro, out, true) {
-		return
+	if node := s.masterOf(ctx, c, ro, reads); node != nil {
+		var rc rueidis.Client
+		if s.direct != nil {
+			rc = s.direct.get(node)
+		}
+		if s.readPipeline(ctx, node, rc, reads, ro, out, true) {
+			return
+		}
 	}
-	s.readPipeline(ctx, c, reads, ro, out, false)
+	s.readPipeline(ctx, c, nil, reads, ro, out, false)
 }
 
 // masterOf is the client of the master that serves every read's key, or nil
@@ -161,9 +168,20 @@ func (s *Store) masterOf(ctx context.Context, c redis.UniversalClient, ro bool, 
 // failed command that another route could answer — anything but NOSCRIPT
 // (re-run below) and an expired snapshot (an answer) — while ctx is live,
 // and reports false: the caller sends the read again through the cluster.
-func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, reads []ShardRead, ro bool, out []ShardReply, direct bool) bool {
+func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, rc rueidis.Client, reads []ShardRead, ro bool, out []ShardReply, direct bool) bool {
 	cmds := make([]redis.Cmder, len(reads))
 	var multi [][]redis.Cmder // ReadPlace, ReadWindow: their commands, the first in cmds
+	var all []redis.Cmder     // with rc: every command in order
+	var fd *redis.AutoPipeliner
+	if n, ok := c.(*redis.Client); ok && direct && rc == nil && s.fd {
+		fd, _ = n.AutoPipelineWithOptions(&redis.AutoPipelineOptions{FullDuplex: true})
+		if fd != nil {
+			all = make([]redis.Cmder, 0, len(reads)+len(reads)/2)
+		}
+	}
+	if rc != nil {
+		all = make([]redis.Cmder, 0, len(reads)+len(reads)/2)
+	}
 	pipe := c.Pipeline()
 	for i := range reads {
 		if k := reads[i].Kind; k == ReadPlace || k == ReadWindow {
@@ -176,11 +194,28 @@ func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, reads
 				multi[i] = queueWindow(ctx, pipe, &reads[i])
 			}
 			cmds[i] = multi[i][0]
+			if rc != nil || fd != nil {
+				all = append(all, multi[i]...)
+			}
 			continue
 		}
 		cmds[i] = s.queueRead(ctx, pipe, &reads[i], ro)
+		if rc != nil || fd != nil {
+			all = append(all, cmds[i])
+		}
 	}
-	all, _ := pipe.Exec(ctx) // per-command errors are read below
+	if rc != nil {
+		s.m.directReads.WithLabelValues(TransportRueidis).Inc()
+		execRueidis(ctx, rc, all)
+	} else if fd != nil {
+		s.m.directReads.WithLabelValues(TransportGoRedisFD).Inc()
+		_ = fd.FDPipelined(ctx, all)
+	} else {
+		if direct {
+			s.m.directReads.WithLabelValues(TransportGoRedis).Inc()
+		}
+		all, _ = pipe.Exec(ctx) // per-command errors are read below
+	}
 	if direct && ctx.Err() == nil {
 		for _, cmd := range all {
 			if err := cmd.Err(); err != nil && !isNoScript(err) && !redis.HasErrorPrefix(err, "SNAPSHOT_EXPIRED") {

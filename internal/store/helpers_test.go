@@ -110,6 +110,29 @@ func counterValue(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	return sum
 }
 
+// counterVecValue sums name's series whose label is value.
+func counterVecValue(t testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
 // startRedis starts a throwaway standalone redis-server on a free loopback
 // port, killed at cleanup. It skips the test when redis-server is absent,
 // unless CI=true.

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/store"
@@ -135,4 +140,121 @@ func TestReadShardsDirectToMaster(t *testing.T) {
 	if v := counterValue(t, e.reg, rerouted); v != 1 {
 		t.Fatalf("%s = %v after one failed direct read, want 1", rerouted, v)
 	}
+}
+
+// BenchmarkReadShardsParallel: 16-shard probe rounds (as
+// BenchmarkReadShardsPlace) and around-me windows from 8 goroutines at
+// once, through each read transport in turn on the same cluster — the
+// per-round-trip cost under concurrency, where rueidis pipelines the
+// goroutines' reads onto one connection per master.
+func BenchmarkReadShardsParallel(b *testing.B) {
+	e := newEnv(b)
+	keys := batchBoard(b, e, 400)
+	ctx := ctxT(b, 10*time.Minute)
+	probe := []store.Probe{{Score: 40, Member: "u123", MoreMin: 41, SameMin: 40}}
+	kinds := map[string]func(k string) store.ShardRead{
+		"place": func(k string) store.ShardRead {
+			return store.ShardRead{Kind: store.ReadPlace, Key: k, Probes: probe}
+		},
+		"window": func(k string) store.ShardRead {
+			return store.ShardRead{Kind: store.ReadWindow, Key: k, Probes: probe, Seek: store.SeekArgs{Limit: 6}}
+		},
+		"top": func(k string) store.ShardRead {
+			return store.ShardRead{Kind: store.ReadSeek, Key: k, Seek: store.SeekArgs{Mode: store.SeekTop, Limit: 7}}
+		},
+	}
+	for _, kind := range []string{"place", "window", "top"} {
+		var groups [][]store.ShardRead
+		byNode := map[string]int{}
+		for _, k := range keys {
+			n := e.s.NodeOf(ctx, k)
+			i, ok := byNode[n]
+			if !ok {
+				i = len(groups)
+				byNode[n] = i
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], kinds[kind](k))
+		}
+		for _, tr := range []string{store.TransportGoRedis, store.TransportRueidis, store.TransportGoRedisFD} {
+			b.Run(kind+"/"+tr, func(b *testing.B) {
+				reg := prometheus.NewRegistry()
+				s, err := store.New(e.c, nil, store.Options{Timeout: 5 * time.Second, Registerer: reg, ReadTransport: tr})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				out := make([]store.ShardReply, len(keys))
+				for range 20 { // the rueidis clients dial in the background
+					for _, g := range groups {
+						s.ReadShards(ctx, g, false, out)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				b.SetParallelism(8)
+				b.ReportAllocs()
+				cpu0, redis0 := processCPU(b), mastersCPU(b, e.cc)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					out := make([]store.ShardReply, len(keys))
+					for pb.Next() {
+						for _, g := range groups {
+							s.ReadShards(ctx, g, false, out)
+							for i := range g {
+								if out[i].Err != nil || out[i].Open {
+									b.Errorf("%+v", out[i])
+									return
+								}
+							}
+						}
+					}
+				})
+				b.StopTimer()
+				b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "client-cpu-µs/op")
+				b.ReportMetric(float64((mastersCPU(b, e.cc)-redis0).Microseconds())/float64(b.N), "redis-cpu-µs/op")
+				if v := counterVecValue(b, reg, "rankgate_redis_direct_reads_total", "transport", tr); v < float64(b.N) {
+					b.Fatalf("%s direct reads = %v, want ≥ %d", tr, v, b.N)
+				}
+			})
+		}
+	}
+}
+
+// processCPU is this process's user + system CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// mastersCPU is the CPU time the cluster's masters have used (INFO cpu:
+// used_cpu_sys + used_cpu_user, summed).
+func mastersCPU(b *testing.B, cc *redis.ClusterClient) time.Duration {
+	var mu sync.Mutex
+	var sum float64
+	err := cc.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+		info, err := n.Info(ctx, "cpu").Result()
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			k, v, _ := strings.Cut(line, ":")
+			if k == "used_cpu_sys" || k == "used_cpu_user" {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				sum += f
+				mu.Unlock()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(sum * float64(time.Second))
 }

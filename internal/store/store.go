@@ -37,6 +37,9 @@ type Options struct {
 	// WaitTimeout bounds each WAIT (default 100 ms); keep it well below the
 	// client's ReadTimeout, which bounds the whole node batch.
 	WaitTimeout time.Duration
+	// ReadTransport (redis.read_transport): how a read that one master
+	// serves reaches it, TransportRueidis (default) or TransportGoRedis.
+	ReadTransport string
 }
 
 // Store runs commands and scripts on a primary (masters) client and, for
@@ -49,6 +52,10 @@ type Store struct {
 	waitT   time.Duration
 	log     *slog.Logger
 	m       *metrics
+	// direct: the rueidis clients of the masters (ReadTransport rueidis);
+	// nil: direct reads use the master's go-redis client.
+	direct *directClients
+	fd     bool
 }
 
 type metrics struct {
@@ -58,6 +65,8 @@ type metrics struct {
 	// directRetries: reads sent straight to a master that failed there and
 	// went again through the cluster pipeline (ReadShards).
 	directRetries prometheus.Counter
+	// directReads: reads sent straight to a master, by transport.
+	directReads *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -75,7 +84,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rankgate_redis_read_rerouted_total",
 			Help: "Read pipelines sent straight to a master that failed there (a redirect while slots move, a refused connection) and were sent again through the cluster client.",
 		}),
+		directReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_redis_direct_reads_total",
+			Help: "Read pipelines sent straight to the master that serves all their keys, by transport (rueidis, go-redis); a rueidis client not yet connected sends them by go-redis.",
+		}, []string{"transport"}),
 	}
+	m.directReads.WithLabelValues(TransportRueidis)
+	m.directReads.WithLabelValues(TransportGoRedis)
+	m.directReads.WithLabelValues(TransportGoRedisFD)
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
@@ -86,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors, m.directRetries} {
+		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors, m.directRetries, m.directReads} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -116,7 +132,25 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{rw: rw, ro: ro, timeout: o.Timeout, waitN: o.WaitReplicas, waitT: o.WaitTimeout, log: o.Logger, m: m}, nil
+	st := &Store{rw: rw, ro: ro, timeout: o.Timeout, waitN: o.WaitReplicas, waitT: o.WaitTimeout, log: o.Logger, m: m}
+	switch o.ReadTransport {
+	case "", TransportRueidis:
+		st.direct = newDirectClients()
+	case TransportGoRedis:
+	case TransportGoRedisFD:
+		st.fd = true
+	default:
+		return nil, fmt.Errorf("store: read transport %q: want %s or %s", o.ReadTransport, TransportRueidis, TransportGoRedis)
+	}
+	return st, nil
+}
+
+// Close closes the read transport's own connections (not the go-redis
+// clients, which the caller owns).
+func (s *Store) Close() {
+	if s.direct != nil {
+		s.direct.close()
+	}
 }
 
 // Primary returns the masters' client.

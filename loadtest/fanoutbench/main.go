@@ -58,6 +58,10 @@ type options struct {
 	only            string
 	cacheLocal      string
 	cacheShared     string
+	// compare: a gateway of the same config but read_transport
+	// compareTransport; its reads (and the read plan on that transport)
+	// are measured beside the main gateway's.
+	compare, compareTransport string
 }
 
 func main() {
@@ -78,6 +82,8 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "comma list of measurements to run (default all)")
 	flag.StringVar(&o.cacheLocal, "cache-local", "", "comma list of gateway URLs serving -family16 with cache_shared: false (the cache measurement)")
 	flag.StringVar(&o.cacheShared, "cache-shared", "", "comma list of gateway URLs serving -family16 with cache_shared: true")
+	flag.StringVar(&o.compare, "compare", "", "URL of a gateway with redis.read_transport -compare-transport: its 16- and 1-shard reads and the read plan on that transport are measured too (the *_b measurements)")
+	flag.StringVar(&o.compareTransport, "compare-transport", store.TransportGoRedis, "the read transport of the -compare gateway")
 	flag.Parse()
 	o.slices = max(o.slices, 1)
 	if err := run(o); err != nil {
@@ -150,6 +156,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	defer st.Close()
 	for _, b := range []board{b16, b1} {
 		if _, err := st.EnsurePeriod(ctx, b.pk, map[string]int{shard.National: len(b.keys)}, b.rules, time.Now().UnixMilli()); err != nil {
 			return err
@@ -162,6 +169,14 @@ func run(o options) error {
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * o.workers, MaxConnsPerHost: 4 * o.workers}, Timeout: 10 * time.Second}
 	ms := measurements(o, hc, rc, st, b16, b1)
+	if o.compare != "" {
+		stB, err := store.New(rc, nil, store.Options{ReadTransport: o.compareTransport})
+		if err != nil {
+			return err
+		}
+		defer stB.Close()
+		ms = append(ms, compared(o, hc, stB, b16, b1)...)
+	}
 	if o.only != "" {
 		keep := strings.Split(o.only, ",")
 		ms = slices.DeleteFunc(ms, func(m measurement) bool { return !slices.Contains(keep, m.name) })
@@ -222,6 +237,23 @@ func measurements(o options, hc *http.Client, rc redis.UniversalClient, st *stor
 		{"gw16_around", "(f) gateway, 16 shards: around-me over HTTP", memberURL(o.fam16, around)},
 		{"gw1_around", "(f) gateway, 1 shard: around-me over HTTP", memberURL(o.fam1, around)},
 	}
+}
+
+// compared: the main gateway's 16- and 1-shard reads on the -compare
+// gateway, and the read plan on its transport (stB).
+func compared(o options, hc *http.Client, stB *store.Store, b16, b1 board) []measurement {
+	oB := o
+	oB.gateway = o.compare
+	var out []measurement
+	for _, m := range measurements(oB, hc, nil, stB, b16, b1) {
+		switch m.name {
+		case "gw16_top", "gw16_rank", "gw16_around", "gw1_rank", "plan16_rank", "plan16_around":
+			m.name += "_b"
+			m.title += " — read transport " + o.compareTransport
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // rounds runs every measurement in o.rounds rounds. Inside a round the
@@ -297,6 +329,14 @@ func printRatios(rates map[string][]float64) {
 		{"rank, 16 shards, read plan without HTTP ÷ ZREVRANK+ZSCORE direct", "plan16_rank", "flat_rank", 0},
 		{"rank, 16 shards, read plan: native probes ÷ position.lua probes", "plan16_rank", "plan16_rank_lua", 0},
 		{"around-me, 16 shards, read plan: native windows ÷ seek.lua windows", "plan16_around", "plan16_around_lua", 0},
+		{"uncached Top-100, 16 shards: default read transport ÷ -compare's", "gw16_top", "gw16_top_b", 0},
+		{"rank, 16 shards: default read transport ÷ -compare's", "gw16_rank", "gw16_rank_b", 0},
+		{"around-me, 16 shards: default read transport ÷ -compare's", "gw16_around", "gw16_around_b", 0},
+		{"rank, 1 shard: default read transport ÷ -compare's", "gw1_rank", "gw1_rank_b", 0},
+		{"rank, 16 shards, read plan: default read transport ÷ -compare's", "plan16_rank", "plan16_rank_b", 0},
+		{"around-me, 16 shards, read plan: default read transport ÷ -compare's", "plan16_around", "plan16_around_b", 0},
+		{"rank, 16 ÷ 1 shard (gateway both), -compare's read transport", "gw16_rank_b", "gw1_rank_b", 0},
+		{"around-me, 16 shards (-compare's transport) ÷ 1 shard", "gw16_around_b", "gw1_around", 0},
 	} {
 		n, d := rates[q.num], rates[q.den]
 		if len(n) == 0 || len(d) == 0 {
