@@ -195,6 +195,14 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 	}
 	// The store's own connections (the rueidis read transport) first.
 	closers = append([]func() error{func() error { st.Close(); return nil }}, closers...)
+	// Dial the read transport's clients now, so the first reads already
+	// take it; if one fails, its master's reads go through go-redis and the
+	// dial is retried.
+	cctx, cancel := context.WithTimeout(ctx, cfg.Redis.DialTimeout+cfg.Redis.ReadTimeout)
+	defer cancel()
+	if err := st.ConnectReaders(cctx); err != nil {
+		log.Warn("redis: read transport not connected; reads go through go-redis until it is", "transport", cfg.Redis.ReadTransport, "err", err)
+	}
 	return st, closeAll, nil
 }
 

@@ -31,6 +31,31 @@ type stack struct {
 	st  *store.Store
 	svc *gateway.Service
 	h   http.Handler
+	reg *prometheus.Registry
+}
+
+// directReads is how many reads went straight to a master through the
+// read transport tr (rankgate_redis_direct_reads_total).
+func (sk *stack) directReads(t testing.TB, tr string) float64 {
+	t.Helper()
+	mfs, err := sk.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "rankgate_redis_direct_reads_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "transport" && lp.GetValue() == tr {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no rankgate_redis_direct_reads_total{transport=%q}", tr)
+	return 0
 }
 
 func newStack(t testing.TB, cl *tlsCluster, cfg *config.Config, getenv func(string) string) *stack {
@@ -41,9 +66,15 @@ func newStack(t testing.TB, cl *tlsCluster, cfg *config.Config, getenv func(stri
 		t.Fatalf("preload as %s over TLS: %v", cfg.Redis.Username, err)
 	}
 	reg := prometheus.NewRegistry()
-	st, err := store.New(rw, ro, store.Options{Timeout: 4 * time.Second, Registerer: reg})
+	st, err := store.New(rw, ro, store.Options{Timeout: 4 * time.Second, Registerer: reg, ReadTransport: cfg.Redis.ReadTransport})
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	// The read transport's own connections (rueidis: HELLO 3 AUTH over
+	// TLS as the ACL user), dialled as openStore does.
+	if err := st.ConnectReaders(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatalf("read transport %s as %s over TLS: %v", cfg.Redis.ReadTransport, cfg.Redis.Username, err)
 	}
 	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Registerer: reg, ShardTimeout: 3 * time.Second})
 	if err != nil {
@@ -53,7 +84,7 @@ func newStack(t testing.TB, cl *tlsCluster, cfg *config.Config, getenv func(stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{cl: cl, cfg: cfg, rw: rw, st: st, svc: svc, h: h}
+	return &stack{cl: cl, cfg: cfg, rw: rw, st: st, svc: svc, h: h, reg: reg}
 }
 
 // setUser (re)defines an ACL user on every node (ACL is per node, not

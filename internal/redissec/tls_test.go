@@ -208,7 +208,15 @@ func TestGatewayOverTLSWithACLUser(t *testing.T) {
 	rw, st := sk.rw, sk.st
 
 	t.Run("everything works as the restricted user", func(t *testing.T) {
+		if tr := cfg.Redis.ReadTransport; tr != store.TransportRueidis {
+			t.Fatalf("read transport %q: the default must be %s", tr, store.TransportRueidis)
+		}
+		before := sk.directReads(t, store.TransportRueidis)
 		sk.exercise(t)
+		// The reads of one master went through rueidis, over TLS as the user.
+		if n := sk.directReads(t, store.TransportRueidis) - before; n < 10 {
+			t.Errorf("%v reads through rueidis in the exercise: the rueidis transport was not used", n)
+		}
 		// Nothing was refused, not even what go-redis shrugs off.
 		if denied := cl.denials(t); len(denied) > 0 {
 			t.Errorf("ACL LOG has denials, so Commands misses something:\n%s", strings.Join(denied, "\n"))

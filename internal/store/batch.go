@@ -130,18 +130,25 @@ func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool,
 	if node := s.masterOf(ctx, c, ro, reads); node != nil {
 		var rc rueidis.Client
 		if s.direct != nil {
-			rc = s.direct.get(node)
+			rc, _, _ = s.direct.get(node)
 		}
-		if s.readPipeline(ctx, node, rc, reads, ro, out, true) {
+		if rc != nil && s.readRueidis(ctx, node, rc, reads, out) {
+			return
+		}
+		if rc == nil && s.readPipeline(ctx, node, reads, ro, out, true) {
 			return
 		}
 	}
-	s.readPipeline(ctx, c, nil, reads, ro, out, false)
+	s.readPipeline(ctx, c, reads, ro, out, false)
 }
 
-// masterOf is the client of the master that serves every read's key, or nil
-// (not a cluster, replica reads, keys of several masters, slot map unknown).
+// masterOf is the client of the master that serves every read's key — on a
+// standalone node that node — or nil (replica reads, keys of several
+// masters, slot map unknown).
 func (s *Store) masterOf(ctx context.Context, c redis.UniversalClient, ro bool, reads []ShardRead) *redis.Client {
+	if one, ok := c.(*redis.Client); ok && !ro && len(reads) > 0 {
+		return one // a standalone node serves every key
+	}
 	cc, ok := c.(*redis.ClusterClient)
 	if !ok || ro || len(reads) == 0 {
 		return nil
@@ -168,20 +175,9 @@ func (s *Store) masterOf(ctx context.Context, c redis.UniversalClient, ro bool, 
 // failed command that another route could answer — anything but NOSCRIPT
 // (re-run below) and an expired snapshot (an answer) — while ctx is live,
 // and reports false: the caller sends the read again through the cluster.
-func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, rc rueidis.Client, reads []ShardRead, ro bool, out []ShardReply, direct bool) bool {
+func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, reads []ShardRead, ro bool, out []ShardReply, direct bool) bool {
 	cmds := make([]redis.Cmder, len(reads))
 	var multi [][]redis.Cmder // ReadPlace, ReadWindow: their commands, the first in cmds
-	var all []redis.Cmder     // with rc: every command in order
-	var fd *redis.AutoPipeliner
-	if n, ok := c.(*redis.Client); ok && direct && rc == nil && s.fd {
-		fd, _ = n.AutoPipelineWithOptions(&redis.AutoPipelineOptions{FullDuplex: true})
-		if fd != nil {
-			all = make([]redis.Cmder, 0, len(reads)+len(reads)/2)
-		}
-	}
-	if rc != nil {
-		all = make([]redis.Cmder, 0, len(reads)+len(reads)/2)
-	}
 	pipe := c.Pipeline()
 	for i := range reads {
 		if k := reads[i].Kind; k == ReadPlace || k == ReadWindow {
@@ -194,31 +190,17 @@ func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, rc ru
 				multi[i] = queueWindow(ctx, pipe, &reads[i])
 			}
 			cmds[i] = multi[i][0]
-			if rc != nil || fd != nil {
-				all = append(all, multi[i]...)
-			}
 			continue
 		}
 		cmds[i] = s.queueRead(ctx, pipe, &reads[i], ro)
-		if rc != nil || fd != nil {
-			all = append(all, cmds[i])
-		}
 	}
-	if rc != nil {
-		s.m.directReads.WithLabelValues(TransportRueidis).Inc()
-		execRueidis(ctx, rc, all)
-	} else if fd != nil {
-		s.m.directReads.WithLabelValues(TransportGoRedisFD).Inc()
-		_ = fd.FDPipelined(ctx, all)
-	} else {
-		if direct {
-			s.m.directReads.WithLabelValues(TransportGoRedis).Inc()
-		}
-		all, _ = pipe.Exec(ctx) // per-command errors are read below
+	if direct {
+		s.m.directReads.WithLabelValues(TransportGoRedis).Inc()
 	}
+	all, _ := pipe.Exec(ctx) // per-command errors are read below
 	if direct && ctx.Err() == nil {
 		for _, cmd := range all {
-			if err := cmd.Err(); err != nil && !isNoScript(err) && !redis.HasErrorPrefix(err, "SNAPSHOT_EXPIRED") {
+			if !answered(cmd.Err()) {
 				s.m.directRetries.Inc()
 				return false
 			}
@@ -228,10 +210,10 @@ func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, rc ru
 		r := &reads[i]
 		switch r.Kind {
 		case ReadPlace:
-			out[i] = s.parsePlace(r, multi[i])
+			out[i] = s.parsePlace(r, goRedisReplies(multi[i]), len(multi[i]))
 			continue
 		case ReadWindow:
-			out[i] = s.parseWindow(r, multi[i])
+			out[i] = s.parseWindow(r, goRedisReplies(multi[i]), len(multi[i]))
 			continue
 		}
 		cmd := cmds[i]
@@ -242,6 +224,29 @@ func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, rc ru
 		out[i] = s.parseRead(r, cmd)
 	}
 	return true
+}
+
+// answered: a command's error (or none) is the answer, not a failure another
+// route could answer — NOSCRIPT is re-run alone, an expired snapshot is an
+// answer; anything else sends a direct read again through the cluster.
+func answered(err error) bool {
+	return err == nil || isNoScript(err) || redis.HasErrorPrefix(err, "SNAPSHOT_EXPIRED")
+}
+
+// replies gives one read's command replies, whichever client brought them.
+type replies interface {
+	err(i int) error
+	n(i int) int64                    // an integer reply
+	items(i int) ([]rank.Item, error) // a ZRANGE … WITHSCORES reply, in its order
+}
+
+// goRedisReplies: the replies of go-redis commands.
+type goRedisReplies []redis.Cmder
+
+func (c goRedisReplies) err(i int) error { return c[i].Err() }
+func (c goRedisReplies) n(i int) int64   { return c[i].(*redis.IntCmd).Val() }
+func (c goRedisReplies) items(i int) ([]rank.Item, error) {
+	return zItems(c[i].(*redis.ZSliceCmd).Val())
 }
 
 // queuePlace queues a native position probe: ZCARD, then per probe
@@ -266,10 +271,10 @@ func queuePlace(ctx context.Context, p redis.Pipeliner, r *ShardRead) []redis.Cm
 // a higher score + members of G with score s and greater bytes (ZREVRANGE
 // order), at least as many points = M + |G|. When G filled the band it may
 // hold more than was read: the reply is Open and Positions stays empty.
-func (s *Store) parsePlace(r *ShardRead, cmds []redis.Cmder) ShardReply {
+func (s *Store) parsePlace(r *ShardRead, rs replies, cmds int) ShardReply {
 	var out ShardReply
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
+	for i := range cmds {
+		if err := rs.err(i); err != nil {
 			out.Err = s.fail("position", err)
 			return out
 		}
@@ -282,10 +287,14 @@ func (s *Store) parsePlace(r *ShardRead, cmds []redis.Cmder) ShardReply {
 	}
 	n := len(r.Probes)
 	cols := make([]int64, 3*n)
-	p := Positions{Card: cmds[0].(*redis.IntCmd).Val(), Ahead: cols[:n:n], More: cols[n : 2*n : 2*n], AtLeast: cols[2*n:]}
+	p := Positions{Card: rs.n(0), Ahead: cols[:n:n], More: cols[n : 2*n : 2*n], AtLeast: cols[2*n:]}
 	for j, pr := range r.Probes {
-		more := cmds[1+2*j].(*redis.IntCmd).Val()
-		group := cmds[2+2*j].(*redis.ZSliceCmd).Val()
+		more := rs.n(1 + 2*j)
+		group, err := rs.items(2 + 2*j)
+		if err != nil {
+			out.Err = fmt.Errorf("position: %w", err)
+			return out
+		}
 		if int64(len(group)) >= r.band() {
 			return ShardReply{Open: true}
 		}
@@ -294,12 +303,7 @@ func (s *Store) parsePlace(r *ShardRead, cmds []redis.Cmder) ShardReply {
 			least = more // on (points, columns): counted below
 		}
 		for _, z := range group {
-			sc, ok := rank.FromFloat(z.Score)
-			if !ok {
-				out.Err = fmt.Errorf("position: score %v is not an integer within ±2^53", z.Score)
-				return out
-			}
-			m, _ := z.Member.(string)
+			sc, m := z.Score, z.Member
 			if sc > pr.Score || (sc == pr.Score && m > pr.Member) {
 				ahead++
 			}
@@ -501,10 +505,10 @@ func queueWindow(ctx context.Context, p redis.Pipeliner, r *ShardRead) []redis.C
 // smaller bytes, then the nearest with a lower score. Open (nothing else
 // filled) when the points group filled the band: the score's own members
 // may not all have been read.
-func (s *Store) parseWindow(r *ShardRead, cmds []redis.Cmder) ShardReply {
+func (s *Store) parseWindow(r *ShardRead, rs replies, cmds int) ShardReply {
 	var out ShardReply
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
+	for i := range cmds {
+		if err := rs.err(i); err != nil {
 			out.Err = s.fail("seek", err)
 			return out
 		}
@@ -514,20 +518,19 @@ func (s *Store) parseWindow(r *ShardRead, cmds []redis.Cmder) ShardReply {
 		out.Err = fmt.Errorf("seek around: native window needs SameMin ≤ Score < MoreMin, got %d ≤ %d < %d", pr.SameMin, pr.Score, pr.MoreMin)
 		return out
 	}
-	more := cmds[0].(*redis.IntCmd).Val()
-	group := cmds[1].(*redis.ZSliceCmd).Val()
+	more := rs.n(0)
+	group, err := rs.items(1)
+	if err != nil {
+		out.Err = fmt.Errorf("seek around: %w", err)
+		return out
+	}
 	if int64(len(group)) >= r.band() {
 		return ShardReply{Open: true}
 	}
 	ahead, better := more, more
 	var tieAbove, tieBelow []rank.Item // pr.Score's members after / before pr.Member in bytes, ascending
 	for _, z := range group {
-		sc, ok := rank.FromFloat(z.Score)
-		if !ok {
-			out.Err = fmt.Errorf("seek around: score %v is not an integer within ±2^53", z.Score)
-			return out
-		}
-		m, _ := z.Member.(string)
+		sc, m := z.Score, z.Member
 		if pr.MoreMember != "" && (sc > pr.Score || sc == pr.Score && m > pr.MoreMember) {
 			better++ // a family with sort columns: strictly better on (points, columns)
 		}
@@ -543,9 +546,8 @@ func (s *Store) parseWindow(r *ShardRead, cmds []redis.Cmder) ShardReply {
 	}
 	var up, down []rank.Item // nearest first
 	if lim > 0 {
-		var err error
-		if up, err = zItems(cmds[2].(*redis.ZSliceCmd).Val()); err == nil {
-			down, err = zItems(cmds[3].(*redis.ZSliceCmd).Val())
+		if up, err = rs.items(2); err == nil {
+			down, err = rs.items(3)
 		}
 		if err != nil {
 			out.Err = fmt.Errorf("seek around: %w", err)

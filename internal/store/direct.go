@@ -5,13 +5,17 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+
+	"github.com/rankgate/rankgate/internal/rank"
 )
 
 // Read transports: how a read that one master serves reaches it
@@ -23,62 +27,68 @@ const (
 	TransportRueidis = "rueidis"
 	// TransportGoRedis: a go-redis pipeline on the master's own client.
 	TransportGoRedis = "go-redis"
-	// TransportGoRedisFD: go-redis's experimental full-duplex auto pipeliner
-	// on the master's own client (spike).
-	TransportGoRedisFD = "go-redis-fd"
 )
 
 // directClients holds one rueidis client per master address, dialled in
 // the background the first time a read is sent to that master (that read,
-// and every read until the client is up, goes through go-redis).
+// and every read until the client is up, goes through go-redis), or up
+// front by Store.ConnectReaders.
 type directClients struct {
 	mu      sync.Mutex
 	clients map[string]*directClient
 	closed  bool
 	wg      sync.WaitGroup
 	// retry: how long after a failed dial a master's client is dialled again.
-	retry time.Duration
+	retry   time.Duration
+	log     *slog.Logger
+	dialErr prometheus.Counter
 }
 
 type directClient struct {
 	c        rueidis.Client // nil while dialling or after a failed dial
+	err      error          // the last dial's error
 	failedAt time.Time
+	ready    chan struct{} // closed when the dial under way ends
 }
 
-func newDirectClients() *directClients {
-	return &directClients{clients: map[string]*directClient{}, retry: time.Second}
+func newDirectClients(log *slog.Logger, dialErr prometheus.Counter) *directClients {
+	return &directClients{clients: map[string]*directClient{}, retry: time.Second, log: log, dialErr: dialErr}
 }
 
 // get returns the rueidis client of node's address, or nil when it is not
-// up (yet): then it starts dialling it, with node's own options (user,
-// password, TLS and dialer).
-func (d *directClients) get(node *redis.Client) rueidis.Client {
+// up (yet): then it starts dialling it with node's own options (user,
+// password, dialer — TLS included), unless a dial failed within the retry
+// interval. ready is closed when that dial ends.
+func (d *directClients) get(node *redis.Client) (c rueidis.Client, ready <-chan struct{}, err error) {
 	o := node.Options()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil
+		return nil, nil, errors.New("store: closed")
 	}
 	dc := d.clients[o.Addr]
-	if dc != nil && (dc.c != nil || dc.failedAt.IsZero() || time.Since(dc.failedAt) < d.retry) {
-		return dc.c
-	}
-	if dc == nil {
+	switch {
+	case dc == nil:
 		dc = &directClient{}
 		d.clients[o.Addr] = dc
+	case dc.c != nil:
+		return dc.c, nil, nil
+	case dc.failedAt.IsZero() || time.Since(dc.failedAt) < d.retry: // dialling, or failed just now
+		return nil, dc.ready, dc.err
 	}
-	dc.failedAt = time.Time{} // dialling
+	dc.failedAt, dc.ready = time.Time{}, make(chan struct{})
 	d.wg.Add(1)
 	go d.dial(dc, o)
-	return nil
+	return nil, dc.ready, nil
 }
 
 func (d *directClients) dial(dc *directClient, o *redis.Options) {
 	defer d.wg.Done()
-	dialer := o.Dialer // go-redis's own (TLS included) or the configured one
+	dialer := o.Dialer // go-redis's own (TLS included) or ClientOptions.Dialer
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:       []string{o.Addr},
 		ForceSingleClient: true,
+		PipelineMultiplex: -1, // one connection: the most reads per write
 		Username:          o.Username,
 		Password:          o.Password,
 		Dialer:            net.Dialer{Timeout: o.DialTimeout},
@@ -88,19 +98,40 @@ func (d *directClients) dial(dc *directClient, o *redis.Options) {
 		ConnWriteTimeout: o.WriteTimeout,
 		DisableCache:     true,
 		DisableRetry:     true,                         // a failed read goes through the cluster instead
-		ClientSetInfo:    rueidis.DisableClientSetInfo, // the ACL of docs/security.md has no CLIENT
+		ClientSetInfo:    rueidis.DisableClientSetInfo, // the ACL of docs/security.md grants no CLIENT
 	})
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer close(dc.ready)
 	if err != nil {
-		dc.failedAt = time.Now()
+		dc.err, dc.failedAt = fmt.Errorf("rueidis client of %s: %w", o.Addr, err), time.Now()
+		d.dialErr.Inc()
+		d.log.Warn("redis: read transport rueidis: dial failed; reads of this master go through go-redis", "addr", o.Addr, "err", err)
 		return
 	}
 	if d.closed {
 		c.Close()
 		return
 	}
-	dc.c = c
+	dc.c, dc.err = c, nil
+}
+
+// connect dials node's client unless it is up, and waits for it within ctx.
+func (d *directClients) connect(ctx context.Context, node *redis.Client) error {
+	for {
+		c, ready, err := d.get(node)
+		switch {
+		case c != nil:
+			return nil
+		case err != nil:
+			return err
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return fmt.Errorf("rueidis client of %s: %w", node.Options().Addr, ctx.Err())
+		}
+	}
 }
 
 // close closes every client and waits for dials under way.
@@ -120,22 +151,179 @@ func (d *directClients) close() {
 	}
 }
 
-// execRueidis sends cmds — queued on a go-redis pipeline that is never
-// executed — as one DoMulti on c and fills each command's value or error as
-// go-redis would have (RESP3 both), so the replies parse the same way.
-func execRueidis(ctx context.Context, c rueidis.Client, cmds []redis.Cmder) {
-	rc := make(rueidis.Commands, len(cmds))
-	for i, cmd := range cmds {
-		args := cmd.Args()
-		ss := make([]string, len(args))
-		for j, a := range args {
-			ss[j] = argString(a)
+// readRueidis sends reads as one DoMulti on rc, the rueidis client of the
+// master node that serves all their keys: native reads (seeks from the head,
+// positions, windows, counts, cards) are built and parsed straight from
+// rueidis; the others (scripts, ZMSCORE, HMGET) are built as go-redis
+// commands and get their replies as go-redis would have (RESP3 both), so
+// they parse as on the go-redis transport. Like readPipeline's direct mode,
+// it reports false at the first failed command another route could answer
+// while ctx is live: the caller sends the read again through the cluster.
+func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.Client, reads []ShardRead, out []ShardReply) bool {
+	s.m.directReads.WithLabelValues(TransportRueidis).Inc()
+	cmds := make(rueidis.Commands, 0, len(reads)+len(reads)/2)
+	at := make([]int, len(reads)+1) // read i's commands: cmds[at[i]:at[i+1]]
+	var gen []redis.Cmder           // read i's go-redis command (nil: native)
+	var pipe redis.Pipeliner
+	for i := range reads {
+		r := &reads[i]
+		at[i] = len(cmds)
+		switch {
+		case r.Kind == ReadPlace:
+			cmds = append(cmds, rc.B().Zcard().Key(r.Key).Build())
+			for _, pr := range r.Probes {
+				cmds = append(cmds,
+					rc.B().Zcount().Key(r.Key).Min(fmtScore(pr.MoreMin)).Max("+inf").Build(),
+					rc.B().Zrange().Key(r.Key).Min(fmtScore(pr.SameMin)).Max(fmtScore(pr.MoreMin-1)).Byscore().Limit(0, r.band()).Withscores().Build())
+			}
+		case r.Kind == ReadWindow:
+			pr := r.Probes[0]
+			cmds = append(cmds,
+				rc.B().Zcount().Key(r.Key).Min(fmtScore(pr.MoreMin)).Max("+inf").Build(),
+				rc.B().Zrange().Key(r.Key).Min(fmtScore(pr.SameMin)).Max(fmtScore(pr.MoreMin-1)).Byscore().Limit(0, r.band()).Withscores().Build())
+			if r.Seek.Limit > 0 {
+				lim, sc := int64(r.Seek.Limit), "("+fmtScore(pr.Score)
+				cmds = append(cmds,
+					rc.B().Zrange().Key(r.Key).Min(sc).Max("+inf").Byscore().Limit(0, lim).Withscores().Build(),
+					rc.B().Zrange().Key(r.Key).Min(sc).Max("-inf").Byscore().Rev().Limit(0, lim).Withscores().Build())
+			}
+		case r.Kind == ReadSeek && r.Seek.Native():
+			cmds = append(cmds, rc.B().Zrevrange().Key(r.Key).Start(0).Stop(int64(r.Seek.Limit)-1).Withscores().Build())
+		case r.Kind == ReadCount:
+			cmds = append(cmds, rc.B().Zcount().Key(r.Key).Min(fmtScore(r.Lo)).Max(fmtScore(r.Hi)).Build())
+		case r.Kind == ReadCard:
+			cmds = append(cmds, rc.B().Zcard().Key(r.Key).Build())
+		default:
+			if pipe == nil {
+				pipe, gen = node.Pipeline(), make([]redis.Cmder, len(reads))
+			}
+			gen[i] = s.queueRead(ctx, pipe, r, false)
+			args := gen[i].Args()
+			ss := make([]string, len(args))
+			for j, a := range args {
+				ss[j] = argString(a)
+			}
+			cmds = append(cmds, rc.B().Arbitrary(ss...).Build())
 		}
-		rc[i] = c.B().Arbitrary(ss...).Build()
 	}
-	for i, r := range c.DoMulti(ctx, rc...) {
-		fill(cmds[i], r)
+	at[len(reads)] = len(cmds)
+	res := rueidisReplies(rc.DoMulti(ctx, cmds...))
+	if ctx.Err() == nil {
+		for i := range res {
+			if !answered(res.err(i)) {
+				s.m.directRetries.Inc()
+				return false
+			}
+		}
 	}
+	for i := range reads {
+		r, rs := &reads[i], res[at[i]:at[i+1]]
+		switch {
+		case r.Kind == ReadPlace:
+			out[i] = s.parsePlace(r, rs, len(rs))
+		case r.Kind == ReadWindow:
+			out[i] = s.parseWindow(r, rs, len(rs))
+		case r.Kind == ReadSeek && r.Seek.Native():
+			var o ShardReply
+			if err := rs.err(0); err != nil {
+				o.Err = s.fail("seek", err)
+			} else if items, err := rs.items(0); err != nil {
+				o.Err = fmt.Errorf("seek: %w", err)
+			} else {
+				o.Seek = SeekResult{More: -1, Items: items}
+			}
+			out[i] = o
+		case r.Kind == ReadCount:
+			out[i] = ShardReply{N: rs.n(0), Err: s.fail("zcount", rs.err(0))}
+		case r.Kind == ReadCard:
+			out[i] = ShardReply{N: rs.n(0), Err: s.fail("zcard", rs.err(0))}
+		default:
+			cmd := gen[i]
+			fill(cmd, rs[0])
+			if sc, ok := cmd.(*redis.Cmd); ok && isNoScript(sc.Err()) {
+				s.m.noscript.Inc()
+				cmd = s.runScriptAlone(ctx, node, r, false)
+			}
+			out[i] = s.parseRead(r, cmd)
+		}
+	}
+	return true
+}
+
+// rueidisReplies: the replies of rueidis commands.
+type rueidisReplies []rueidis.RedisResult
+
+// err is the reply's error as go-redis gives it: redis.Nil for a nil reply,
+// an error reply as a redis.Error (so redis.HasErrorPrefix and classify
+// read it), anything else (a dead connection, ctx) as it is.
+func (r rueidisReplies) err(i int) error {
+	err := r[i].Error()
+	if err == nil {
+		return nil
+	}
+	if rueidis.IsRedisNil(err) {
+		return redis.Nil
+	}
+	if re, ok := rueidis.IsRedisErr(err); ok {
+		return redisError(re.Error())
+	}
+	return err
+}
+
+func (r rueidisReplies) n(i int) int64 {
+	v, _ := r[i].AsInt64()
+	return v
+}
+
+// items reads a ZRANGE … WITHSCORES reply: RESP3 pairs [member, score], or
+// RESP2's flat member, score, ….
+func (r rueidisReplies) items(i int) ([]rank.Item, error) {
+	arr, err := r[i].ToArray()
+	if err != nil {
+		return nil, err
+	}
+	if len(arr) > 0 && !arr[0].IsArray() { // RESP2
+		if len(arr)%2 != 0 {
+			return nil, fmt.Errorf("%d elements in a reply WITHSCORES", len(arr))
+		}
+		out := make([]rank.Item, len(arr)/2)
+		for j := range out {
+			if out[j], err = zItem(&arr[2*j], &arr[2*j+1]); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	out := make([]rank.Item, len(arr))
+	for j := range arr {
+		pair, err := arr[j].ToArray()
+		if err != nil {
+			return nil, err
+		}
+		if len(pair) != 2 {
+			return nil, fmt.Errorf("an entry of %d elements in a reply WITHSCORES", len(pair))
+		}
+		if out[j], err = zItem(&pair[0], &pair[1]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func zItem(member, score *rueidis.RedisMessage) (rank.Item, error) {
+	m, err := member.ToString()
+	if err != nil {
+		return rank.Item{}, err
+	}
+	f, err := score.AsFloat64()
+	if err != nil {
+		return rank.Item{}, err
+	}
+	sc, ok := rank.FromFloat(f)
+	if !ok {
+		return rank.Item{}, fmt.Errorf("score %v is not an integer within ±2^53", f)
+	}
+	return rank.Item{Score: sc, Member: m}, nil
 }
 
 // argString formats a command argument as go-redis writes it.

@@ -69,8 +69,9 @@ func (h *failFirstPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 	}
 }
 
-// TestReadShardsDirectToMaster: the reads of one master's shards go to
-// that master's own client and answer exactly what the same reads answer
+// TestReadShardsDirectToMaster (read transport go-redis; rueidis:
+// TestReadShardsRueidisMatchesClusterPipeline): the reads of one master's
+// shards go to that master's own go-redis client and answer exactly what the same reads answer
 // mixed with other masters' (the cluster pipeline); when the direct
 // pipeline fails — here a MOVED on every command — the read is sent again
 // through the cluster client (which follows redirects) and still answers,
@@ -79,6 +80,12 @@ func (h *failFirstPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 func TestReadShardsDirectToMaster(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	s, err := store.New(e.c, nil, store.Options{Timeout: 5 * time.Second, Registerer: reg, ReadTransport: store.TransportGoRedis})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	keys := batchBoard(t, e, 200)
 	ctx := ctxT(t, 20*time.Second)
 	more := int64(30)
@@ -101,7 +108,7 @@ func TestReadShardsDirectToMaster(t *testing.T) {
 		t.Fatalf("16 shards on %d masters: want several", len(byNode))
 	}
 	want := make([]store.ShardReply, len(all))
-	e.s.ReadShards(ctx, all, false, want) // several masters: the cluster pipeline
+	s.ReadShards(ctx, all, false, want) // several masters: the cluster pipeline
 	wantOf := map[string][]store.ShardReply{}
 	for i, r := range all {
 		wantOf[r.Key] = append(wantOf[r.Key], want[i])
@@ -119,11 +126,11 @@ func TestReadShardsDirectToMaster(t *testing.T) {
 	}
 	for n, reads := range byNode {
 		got := make([]store.ShardReply, len(reads))
-		e.s.ReadShards(ctx, reads, false, got)
+		s.ReadShards(ctx, reads, false, got)
 		check("direct to "+n, reads, got)
 	}
 	rerouted := "rankgate_redis_read_rerouted_total"
-	if v := counterValue(t, e.reg, rerouted); v != 0 {
+	if v := counterValue(t, reg, rerouted); v != 0 {
 		t.Fatalf("%s = %v before any failure", rerouted, v)
 	}
 	for n, reads := range byNode {
@@ -133,11 +140,11 @@ func TestReadShardsDirectToMaster(t *testing.T) {
 		}
 		master.AddHook(&failFirstPipeline{})
 		got := make([]store.ShardReply, len(reads))
-		e.s.ReadShards(ctx, reads, false, got)
+		s.ReadShards(ctx, reads, false, got)
 		check("direct to "+n+" after a MOVED", reads, got)
 		break
 	}
-	if v := counterValue(t, e.reg, rerouted); v != 1 {
+	if v := counterValue(t, reg, rerouted); v != 1 {
 		t.Fatalf("%s = %v after one failed direct read, want 1", rerouted, v)
 	}
 }
@@ -176,7 +183,7 @@ func BenchmarkReadShardsParallel(b *testing.B) {
 			}
 			groups[i] = append(groups[i], kinds[kind](k))
 		}
-		for _, tr := range []string{store.TransportGoRedis, store.TransportRueidis, store.TransportGoRedisFD} {
+		for _, tr := range []string{store.TransportGoRedis, store.TransportRueidis} {
 			b.Run(kind+"/"+tr, func(b *testing.B) {
 				reg := prometheus.NewRegistry()
 				s, err := store.New(e.c, nil, store.Options{Timeout: 5 * time.Second, Registerer: reg, ReadTransport: tr})

@@ -55,7 +55,6 @@ type Store struct {
 	// direct: the rueidis clients of the masters (ReadTransport rueidis);
 	// nil: direct reads use the master's go-redis client.
 	direct *directClients
-	fd     bool
 }
 
 type metrics struct {
@@ -67,6 +66,8 @@ type metrics struct {
 	directRetries prometheus.Counter
 	// directReads: reads sent straight to a master, by transport.
 	directReads *prometheus.CounterVec
+	// directDialErrors: failed dials of a master's rueidis client.
+	directDialErrors prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -89,9 +90,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Read pipelines sent straight to the master that serves all their keys, by transport (rueidis, go-redis); a rueidis client not yet connected sends them by go-redis.",
 		}, []string{"transport"}),
 	}
+	m.directDialErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "rankgate_redis_direct_dial_errors_total",
+		Help: "Failed dials of a master's rueidis read client (read transport rueidis); its reads go through go-redis meanwhile, and the dial is retried a second later.",
+	})
 	m.directReads.WithLabelValues(TransportRueidis)
 	m.directReads.WithLabelValues(TransportGoRedis)
-	m.directReads.WithLabelValues(TransportGoRedisFD)
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
@@ -102,7 +106,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors, m.directRetries, m.directReads} {
+		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors, m.directRetries, m.directReads, m.directDialErrors} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -135,14 +139,26 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	st := &Store{rw: rw, ro: ro, timeout: o.Timeout, waitN: o.WaitReplicas, waitT: o.WaitTimeout, log: o.Logger, m: m}
 	switch o.ReadTransport {
 	case "", TransportRueidis:
-		st.direct = newDirectClients()
+		st.direct = newDirectClients(o.Logger, m.directDialErrors)
 	case TransportGoRedis:
-	case TransportGoRedisFD:
-		st.fd = true
 	default:
 		return nil, fmt.Errorf("store: read transport %q: want %s or %s", o.ReadTransport, TransportRueidis, TransportGoRedis)
 	}
 	return st, nil
+}
+
+// ConnectReaders dials the read transport's client of every master now
+// (read transport rueidis; otherwise nothing), within ctx — without it each
+// is dialled in the background on the first read of its master, which goes
+// through go-redis. An error leaves reads correct: the masters whose client
+// is not up are read through go-redis, and their dials are retried.
+func (s *Store) ConnectReaders(ctx context.Context) error {
+	if s.direct == nil {
+		return nil
+	}
+	return ForEachMaster(ctx, s.rw, func(ctx context.Context, n *redis.Client) error {
+		return s.direct.connect(ctx, n)
+	})
 }
 
 // Close closes the read transport's own connections (not the go-redis

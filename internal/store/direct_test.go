@@ -1,0 +1,236 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/store"
+	"github.com/rankgate/rankgate/internal/testcluster"
+)
+
+const (
+	directReads = "rankgate_redis_direct_reads_total"
+	rerouted    = "rankgate_redis_read_rerouted_total"
+)
+
+// everyKindReads: one read of every kind on each of the 16 shards of
+// batchBoard — native and scripted seeks (after, around), position.lua,
+// native positions and windows, ZMSCORE and members.lua, ZCOUNT, ZCARD and
+// HMGET of the metadata hash (filled here for every other member) — grouped
+// by the master that serves them, and all of them in one list.
+func everyKindReads(t *testing.T, e *env, keys []string) (byNode map[string][]store.ShardRead, all []store.ShardRead) {
+	t.Helper()
+	ctx := ctxT(t, 20*time.Second)
+	b := shard.Board{Family: "learning", Period: "2026-W34", DimType: shard.National}
+	more := int64(30)
+	byNode = map[string][]store.ShardRead{}
+	for i, k := range keys {
+		sk := e.layout.Keys(b, i, len(keys))
+		if sk.Z != k {
+			t.Fatalf("shard %d: key %s, want %s", i, sk.Z, k)
+		}
+		for j := i; j < 200; j += 32 {
+			if err := e.c.HSet(ctx, sk.Md, fmt.Sprintf("u%03d", j), fmt.Sprintf(`{"n":%d}`, j)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := store.Probe{Score: 40, Member: "u050", MoreMin: 41, SameMin: 40}
+		rs := []store.ShardRead{
+			{Kind: store.ReadSeek, Key: k, Seek: store.SeekArgs{Mode: store.SeekTop, Limit: 5}},
+			{Kind: store.ReadSeek, Key: k, Seek: store.SeekArgs{Mode: store.SeekAfter, Score: 40, Member: "u100", Limit: 4, MoreMin: &more}},
+			{Kind: store.ReadSeek, Key: k, Seek: store.SeekArgs{Mode: store.SeekAround, Score: 40, Member: "u050", Limit: 3, MoreMin: &p.MoreMin}},
+			{Kind: store.ReadPositions, Key: k, Probes: []store.Probe{p, {Score: 0, Member: "zz", MoreMin: 1, SameMin: 0}}},
+			{Kind: store.ReadPlace, Key: k, Probes: []store.Probe{p, {Score: 70, Member: "u007", MoreMin: 71, SameMin: 70}}},
+			{Kind: store.ReadWindow, Key: k, Probes: []store.Probe{p}, Seek: store.SeekArgs{Limit: 3}},
+			{Kind: store.ReadWindow, Key: k, Probes: []store.Probe{p}},
+			{Kind: store.ReadScores, Key: k, Members: []string{fmt.Sprintf("u%03d", i), "absent"}},
+			{Kind: store.ReadScores, Key: k, Members: []string{fmt.Sprintf("u%03d", i)}, Cols: sk.Cols},
+			{Kind: store.ReadCount, Key: k, Lo: 20, Hi: 50},
+			{Kind: store.ReadCard, Key: k},
+			{Kind: store.ReadHash, Key: sk.Md, Members: []string{fmt.Sprintf("u%03d", i), fmt.Sprintf("u%03d", i+16), "absent"}},
+		}
+		n := e.s.NodeOf(ctx, k)
+		byNode[n] = append(byNode[n], rs...)
+		all = append(all, rs...)
+	}
+	if len(byNode) < 2 {
+		t.Fatalf("16 shards on %d masters: want several", len(byNode))
+	}
+	return byNode, all
+}
+
+// checkReplies: got[i] (the reply to reads[i]) equals the reply the same
+// read got in the reference list all (the cluster pipeline).
+func checkReplies(t *testing.T, what string, all []store.ShardRead, want []store.ShardReply, reads []store.ShardRead, got []store.ShardReply) {
+	t.Helper()
+	type at struct {
+		key string
+		n   int
+	}
+	ref := map[at]store.ShardReply{}
+	seen := map[string]int{}
+	for i, r := range all {
+		ref[at{r.Key, seen[r.Key]}] = want[i]
+		seen[r.Key]++
+	}
+	clear(seen)
+	for i, r := range reads {
+		w := ref[at{r.Key, seen[r.Key]}]
+		seen[r.Key]++
+		if w.Err != nil {
+			t.Fatalf("reference read %+v failed: %v", r, w.Err)
+		}
+		if got[i].Err != nil || !reflect.DeepEqual(got[i], w) {
+			t.Fatalf("%s: read %d (%+v) = %+v (%v), want %+v", what, i, r, got[i], got[i].Err, w)
+		}
+	}
+}
+
+// TestReadShardsRueidisMatchesClusterPipeline: the reads of one master
+// through the rueidis transport answer exactly what the same reads answer
+// through go-redis's cluster pipeline, for every read kind (including
+// absent members and keys, scripts and native commands), and they did go
+// through rueidis (rankgate_redis_direct_reads_total{transport="rueidis"})
+// with nothing rerouted. The go-redis transport answers the same.
+func TestReadShardsRueidisMatchesClusterPipeline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := batchBoard(t, e, 200)
+	ctx := ctxT(t, 20*time.Second)
+	byNode, all := everyKindReads(t, e, keys)
+	want := make([]store.ShardReply, len(all))
+	e.s.ReadShards(ctx, all, false, want) // several masters: the cluster pipeline
+	if v := counterValue(t, e.reg, directReads); v != 0 {
+		t.Fatalf("%s = %v after a read of several masters", directReads, v)
+	}
+	if err := e.s.ConnectReaders(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for n, reads := range byNode {
+		got := make([]store.ShardReply, len(reads))
+		e.s.ReadShards(ctx, reads, false, got)
+		checkReplies(t, "rueidis to "+n, all, want, reads, got)
+	}
+	if v := counterVecValue(t, e.reg, directReads, "transport", store.TransportRueidis); v != float64(len(byNode)) {
+		t.Errorf("%s{rueidis} = %v, want %d", directReads, v, len(byNode))
+	}
+	if v := counterValue(t, e.reg, rerouted); v != 0 {
+		t.Errorf("%s = %v, want 0", rerouted, v)
+	}
+
+	reg := prometheus.NewRegistry()
+	gs, err := store.New(e.c, nil, store.Options{Registerer: reg, ReadTransport: store.TransportGoRedis})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	for n, reads := range byNode {
+		got := make([]store.ShardReply, len(reads))
+		gs.ReadShards(ctx, reads, false, got)
+		checkReplies(t, "go-redis to "+n, all, want, reads, got)
+	}
+	if v := counterVecValue(t, reg, directReads, "transport", store.TransportGoRedis); v != float64(len(byNode)) {
+		t.Errorf("%s{go-redis} = %v, want %d", directReads, v, len(byNode))
+	}
+}
+
+// TestReadShardsRueidisFallsBack: when the rueidis read of a master fails
+// — every command answered MOVED (its reads sent to another master's
+// connection), or its connection dead (closed under it) — the whole read is
+// sent again through the cluster pipeline and still answers exactly
+// (rankgate_redis_read_rerouted_total counts it); once the connection is
+// back, reads go through rueidis again.
+func TestReadShardsRueidisFallsBack(t *testing.T) {
+	t.Parallel()
+	addrs := testcluster.Addrs(t)
+	var mu sync.Mutex
+	var conns []net.Conn // every connection the store's clients dialled
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
+		if err == nil {
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+		return c, err
+	}
+	c, err := store.NewClient(store.ClientOptions{Addrs: addrs, DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second, Dialer: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	s, err := store.New(c, nil, store.Options{Timeout: 5 * time.Second, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	keys := batchBoard(t, e, 200)
+	ctx := ctxT(t, 20*time.Second)
+	byNode, all := everyKindReads(t, e, keys)
+	want := make([]store.ShardReply, len(all))
+	s.ReadShards(ctx, all, false, want)
+	if err := s.ConnectReaders(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	from, to := nodes[0], nodes[1]
+	reads := byNode[from]
+	got := make([]store.ShardReply, len(reads))
+	read := func(what string, wantRerouted float64, wantDirect float64) {
+		t.Helper()
+		clear(got)
+		s.ReadShards(ctx, reads, false, got)
+		checkReplies(t, what, all, want, reads, got)
+		if v := counterValue(t, reg, rerouted); v != wantRerouted {
+			t.Fatalf("%s: %s = %v, want %v", what, rerouted, v, wantRerouted)
+		}
+		if v := counterVecValue(t, reg, directReads, "transport", store.TransportRueidis); v != wantDirect {
+			t.Fatalf("%s: %s{rueidis} = %v, want %v", what, directReads, v, wantDirect)
+		}
+	}
+	read("rueidis", 0, 1)
+
+	undo := store.AliasDirect(s, from, to)
+	read("rueidis to the wrong master (MOVED)", 1, 2)
+	undo()
+	read("rueidis again", 1, 3)
+
+	// Close every connection dialled so far: go-redis's (it redials) and
+	// the rueidis client's one connection to each master.
+	mu.Lock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	conns = nil
+	mu.Unlock()
+	read("rueidis on a dead connection", 2, 4)
+	read("rueidis redialled", 2, 5)
+}
+
+// TestConnectReadersAfterClose: a closed store dials nothing and says so.
+func TestConnectReadersAfterClose(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s, err := store.New(e.c, nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := s.ConnectReaders(ctxT(t, 5*time.Second)); err == nil {
+		t.Fatal("ConnectReaders after Close: no error")
+	}
+	s.Close() // twice is fine
+}

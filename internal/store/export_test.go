@@ -1,0 +1,17 @@
+package store
+
+// AliasDirect makes the reads of the master at from use the rueidis
+// client of the master at to (both connected): every command of them is
+// answered with a real MOVED. It returns the undo.
+func AliasDirect(s *Store, from, to string) (undo func()) {
+	d := s.direct
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	was := d.clients[from]
+	d.clients[from] = d.clients[to]
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.clients[from] = was
+	}
+}
