@@ -146,6 +146,7 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 		WaitReplicas: o.waitReplicas, WaitTimeout: o.readTimeout / 2}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.store.Close)
 	gopts := gateway.Options{Config: cfg, Backend: s.store, Registerer: s.reg}
 	if o.ledger && o.share != nil {
 		s.dsn, s.ledger, gopts.Ledger = o.share.dsn, o.share.ledger, o.share.ledger

@@ -208,6 +208,7 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 	}
 	at[len(reads)] = len(cmds)
 	res := rueidisReplies(rc.DoMulti(ctx, cmds...))
+	s.reloadAfter(ctx, res)
 	if ctx.Err() == nil {
 		for i := range res {
 			if !answered(res.err(i)) {
@@ -248,6 +249,24 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 		}
 	}
 	return true
+}
+
+// reloadAfter asks the cluster client for a (coalesced, lazy) slot-map
+// reload when a rueidis read met a network error or a timeout — a dead,
+// stopped or partitioned master — as go-redis's node clients do on theirs
+// (reloadOnDialError): the rueidis client has no such hook, and a read
+// whose deadline passed is not sent again through go-redis.
+func (s *Store) reloadAfter(ctx context.Context, res rueidisReplies) {
+	cc, ok := s.rw.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	for i := range res {
+		if err := res[i].NonRedisError(); err != nil {
+			cc.ReloadState(context.WithoutCancel(ctx))
+			return
+		}
+	}
 }
 
 // rueidisReplies: the replies of rueidis commands.

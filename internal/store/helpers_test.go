@@ -51,6 +51,7 @@ func newEnv(t testing.TB) *env {
 	}
 	e := &env{s: s, c: c, cc: cc, reg: reg, layout: shard.Layout{Prefix: testcluster.Prefix(t)}}
 	t.Cleanup(func() {
+		s.Close()
 		deletePrefix(t, cc, e.layout.Prefix)
 		_ = c.Close()
 	})

@@ -132,6 +132,7 @@ func New(tb testing.TB, o Options) *Stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(st.Close)
 	var be gateway.Backend = st
 	if o.WrapBackend != nil {
 		be = o.WrapBackend(st)
