@@ -175,7 +175,20 @@ func run(o options) error {
 			return err
 		}
 		defer stB.Close()
-		ms = append(ms, compared(o, hc, stB, b16, b1)...)
+		// Each compared measurement right after its own, so that both
+		// see the same moment of the machine's load in every slice.
+		bs := map[string]measurement{}
+		for _, m := range compared(o, hc, stB, b16, b1) {
+			bs[strings.TrimSuffix(m.name, "_b")] = m
+		}
+		var both []measurement
+		for _, m := range ms {
+			both = append(both, m)
+			if b, ok := bs[m.name]; ok {
+				both = append(both, b)
+			}
+		}
+		ms = both
 	}
 	if o.only != "" {
 		keep := strings.Split(o.only, ",")
