@@ -188,7 +188,7 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 	st, err := store.New(rw, ro, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout, Logger: log, Registerer: reg,
 		// WAIT must answer within the node batch's ReadTimeout: half of it.
 		WaitReplicas: cfg.Redis.WaitReplicas, WaitTimeout: cfg.Redis.ReadTimeout / 2,
-		ReadTransport: cfg.Redis.ReadTransport})
+		ReadTransport: cfg.Redis.ReadTransport, TracerProvider: tp})
 	if err != nil {
 		closeAll()
 		return nil, nil, err

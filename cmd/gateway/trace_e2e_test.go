@@ -16,6 +16,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/testcluster"
 	"github.com/rankgate/rankgate/internal/teststack"
 )
@@ -114,14 +115,23 @@ func TestE2ETracing(t *testing.T) {
 			continue
 		}
 		server := spans[i]
-		redis := 0
+		redis, rueidis := 0, 0
 		for _, s := range spans {
-			if s.trace == server.trace && s.scope == "github.com/redis/go-redis/extra/redisotel" {
+			// go-redis's round trips, or the rueidis read transport's.
+			if s.trace == server.trace && (s.scope == "github.com/redis/go-redis/extra/redisotel" || s.scope == store.TracerName) {
 				redis++
+			}
+			if s.trace == server.trace && s.scope == store.TracerName {
+				rueidis++
 			}
 		}
 		if redis == 0 {
 			t.Errorf("%s: no Redis span in its trace; got %v", route, names)
+		}
+		// The Top's fan-out goes to each master through the default read
+		// transport, rueidis, which traces its round trips itself.
+		if strings.HasPrefix(route, "GET") && rueidis == 0 {
+			t.Errorf("%s: no span of the rueidis read transport in its trace; got %v", route, names)
 		}
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rankgate/rankgate/internal/rank"
 )
@@ -207,8 +210,22 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 		}
 	}
 	at[len(reads)] = len(cmds)
+	var span trace.Span
+	if s.tracer != nil {
+		ctx, span = s.startSpan(ctx, node.Options().Addr, len(cmds))
+		defer span.End()
+	}
 	res := rueidisReplies(rc.DoMulti(ctx, cmds...))
 	s.reloadAfter(ctx, res)
+	if span != nil {
+		for i := range res {
+			if err := res.err(i); !answered(err) {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+				break
+			}
+		}
+	}
 	if ctx.Err() == nil {
 		for i := range res {
 			if !answered(res.err(i)) {
@@ -249,6 +266,23 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 		}
 	}
 	return true
+}
+
+// startSpan starts the span of one rueidis round trip to the master at
+// addr, named and tagged as redisotel tags go-redis's pipelines.
+func (s *Store) startSpan(ctx context.Context, addr string, cmds int) (context.Context, trace.Span) {
+	attrs := []attribute.KeyValue{
+		attribute.String("db.system", "redis"),
+		attribute.Int("db.redis.num_cmd", cmds),
+		attribute.String("rankgate.redis.read_transport", TransportRueidis),
+	}
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		attrs = append(attrs, attribute.String("server.address", host))
+		if p, err := strconv.Atoi(port); err == nil {
+			attrs = append(attrs, attribute.Int("server.port", p))
+		}
+	}
+	return s.tracer.Start(ctx, "redis.pipeline", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
 // reloadAfter asks the cluster client for a (coalesced, lazy) slot-map

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
@@ -40,7 +41,14 @@ type Options struct {
 	// ReadTransport (redis.read_transport): how a read that one master
 	// serves reaches it, TransportRueidis (default) or TransportGoRedis.
 	ReadTransport string
+	// TracerProvider, when set, traces each read pipeline of the rueidis
+	// transport (one span per round trip to a master, TracerName) as
+	// ClientOptions.TracerProvider traces go-redis's.
+	TracerProvider trace.TracerProvider
 }
+
+// TracerName is the instrumentation scope of the rueidis transport's spans.
+const TracerName = "github.com/rankgate/rankgate/internal/store"
 
 // Store runs commands and scripts on a primary (masters) client and, for
 // stale-ok reads, an optional replica-reading client.
@@ -55,6 +63,7 @@ type Store struct {
 	// direct: the rueidis clients of the masters (ReadTransport rueidis);
 	// nil: direct reads use the master's go-redis client.
 	direct *directClients
+	tracer trace.Tracer // nil: no spans
 }
 
 type metrics struct {
@@ -140,6 +149,9 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	switch o.ReadTransport {
 	case "", TransportRueidis:
 		st.direct = newDirectClients(o.Logger, m.directDialErrors)
+		if o.TracerProvider != nil {
+			st.tracer = o.TracerProvider.Tracer(TracerName)
+		}
 	case TransportGoRedis:
 	default:
 		return nil, fmt.Errorf("store: read transport %q: want %s or %s", o.ReadTransport, TransportRueidis, TransportGoRedis)

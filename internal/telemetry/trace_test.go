@@ -17,6 +17,7 @@ import (
 
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/readplan"
+	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/teststack"
 )
 
@@ -124,6 +125,13 @@ func TestTopTrace(t *testing.T) {
 	// The read fans out one pipeline per master (issue 9): as many round
 	// trips as masters hold the board's shards, one each, carrying one
 	// command per shard the node holds.
+	for _, s := range trips {
+		// Each master's pipeline goes through the default read
+		// transport, rueidis, which traces it itself.
+		if sc := s.InstrumentationScope().Name; sc != store.TracerName {
+			t.Errorf("round trip %q traced by %s, want the rueidis read transport's %s", s.Name(), sc, store.TracerName)
+		}
+	}
 	if len(trips) != len(masters) {
 		t.Errorf("%d Redis round trips, want one per master the board's shards live on (%d)", len(trips), len(masters))
 	}
@@ -167,7 +175,7 @@ func readSpans(t *testing.T, spans []sdktrace.ReadOnlySpan) (server sdktrace.Rea
 			if s.Name() != "hello" && s.Name() != "redis.pipeline client" { // a new connection's handshake
 				t.Errorf("span %q (scope %s) is not a child of the server span", s.Name(), s.InstrumentationScope().Name)
 			}
-		case s.InstrumentationScope().Name != redisScope || s.SpanKind() != trace.SpanKindClient:
+		case s.InstrumentationScope().Name != redisScope && s.InstrumentationScope().Name != store.TracerName || s.SpanKind() != trace.SpanKindClient:
 			t.Errorf("child span %q of scope %q kind %v: want only Redis client spans", s.Name(), s.InstrumentationScope().Name, s.SpanKind())
 		case s.Name() == "redis.dial":
 			dialled = true

@@ -128,11 +128,14 @@ func New(tb testing.TB, o Options) *Stack {
 		tb.Fatalf("teststack: preload: %v", err)
 	}
 	reg := prometheus.NewRegistry()
-	st, err := store.New(c, nil, store.Options{Timeout: 3 * time.Second, Registerer: reg})
+	st, err := store.New(c, nil, store.Options{Timeout: 3 * time.Second, Registerer: reg, TracerProvider: o.TracerProvider})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(st.Close)
+	if err := st.ConnectReaders(ctx); err != nil { // as the gateway does at start
+		tb.Fatalf("teststack: read transport: %v", err)
+	}
 	var be gateway.Backend = st
 	if o.WrapBackend != nil {
 		be = o.WrapBackend(st)
