@@ -210,10 +210,10 @@ func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, reads
 		r := &reads[i]
 		switch r.Kind {
 		case ReadPlace:
-			out[i] = s.parsePlace(r, goRedisReplies(multi[i]), len(multi[i]))
+			out[i] = s.parsePlace(r, goRedisReplies(multi[i]))
 			continue
 		case ReadWindow:
-			out[i] = s.parseWindow(r, goRedisReplies(multi[i]), len(multi[i]))
+			out[i] = s.parseWindow(r, goRedisReplies(multi[i]))
 			continue
 		}
 		cmd := cmds[i]
@@ -235,6 +235,7 @@ func answered(err error) bool {
 
 // replies gives one read's command replies, whichever client brought them.
 type replies interface {
+	len() int
 	err(i int) error
 	n(i int) int64                    // an integer reply
 	items(i int) ([]rank.Item, error) // a ZRANGE … WITHSCORES reply, in its order
@@ -243,6 +244,7 @@ type replies interface {
 // goRedisReplies: the replies of go-redis commands.
 type goRedisReplies []redis.Cmder
 
+func (c goRedisReplies) len() int        { return len(c) }
 func (c goRedisReplies) err(i int) error { return c[i].Err() }
 func (c goRedisReplies) n(i int) int64   { return c[i].(*redis.IntCmd).Val() }
 func (c goRedisReplies) items(i int) ([]rank.Item, error) {
@@ -271,9 +273,9 @@ func queuePlace(ctx context.Context, p redis.Pipeliner, r *ShardRead) []redis.Cm
 // a higher score + members of G with score s and greater bytes (ZREVRANGE
 // order), at least as many points = M + |G|. When G filled the band it may
 // hold more than was read: the reply is Open and Positions stays empty.
-func (s *Store) parsePlace(r *ShardRead, rs replies, cmds int) ShardReply {
+func (s *Store) parsePlace(r *ShardRead, rs replies) ShardReply {
 	var out ShardReply
-	for i := range cmds {
+	for i := range rs.len() {
 		if err := rs.err(i); err != nil {
 			out.Err = s.fail("position", err)
 			return out
@@ -505,9 +507,9 @@ func queueWindow(ctx context.Context, p redis.Pipeliner, r *ShardRead) []redis.C
 // smaller bytes, then the nearest with a lower score. Open (nothing else
 // filled) when the points group filled the band: the score's own members
 // may not all have been read.
-func (s *Store) parseWindow(r *ShardRead, rs replies, cmds int) ShardReply {
+func (s *Store) parseWindow(r *ShardRead, rs replies) ShardReply {
 	var out ShardReply
-	for i := range cmds {
+	for i := range rs.len() {
 		if err := rs.err(i); err != nil {
 			out.Err = s.fail("seek", err)
 			return out

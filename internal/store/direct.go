@@ -238,9 +238,9 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 		r, rs := &reads[i], res[at[i]:at[i+1]]
 		switch {
 		case r.Kind == ReadPlace:
-			out[i] = s.parsePlace(r, rs, len(rs))
+			out[i] = s.parsePlace(r, rs)
 		case r.Kind == ReadWindow:
-			out[i] = s.parseWindow(r, rs, len(rs))
+			out[i] = s.parseWindow(r, rs)
 		case r.Kind == ReadSeek && r.Seek.Native():
 			var o ShardReply
 			if err := rs.err(0); err != nil {
@@ -305,6 +305,8 @@ func (s *Store) reloadAfter(ctx context.Context, res rueidisReplies) {
 
 // rueidisReplies: the replies of rueidis commands.
 type rueidisReplies []rueidis.RedisResult
+
+func (r rueidisReplies) len() int { return len(r) }
 
 // err is the reply's error as go-redis gives it: redis.Nil for a nil reply,
 // an error reply as a redis.Error (so redis.HasErrorPrefix and classify
