@@ -105,8 +105,10 @@ func forbidden(col string) map[string]func(string) bool {
 	col, _, _ = strings.Cut(col, ";") // "…; plan must not import it" speaks of another package
 	for _, w := range strings.Split(col, ",") {
 		switch w = strings.TrimSpace(w); w {
-		case "Redis", "go-redis":
-			rules[w] = func(p string) bool { return strings.HasPrefix(p, "github.com/redis/go-redis") }
+		case "Redis", "go-redis": // either Redis client (rueidis: the store's read transport)
+			rules[w] = func(p string) bool {
+				return strings.HasPrefix(p, "github.com/redis/go-redis") || strings.HasPrefix(p, "github.com/redis/rueidis")
+			}
 		case "HTTP", "net/http":
 			rules[w] = func(p string) bool { return p == "net/http" }
 		case "any rankgate package", "rankgate packages":

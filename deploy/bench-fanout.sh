@@ -57,7 +57,7 @@ trap cleanup EXIT
 # The measuring gateway, two more with the same config (the cache level
 # without cache_shared, 3 gateways) and three with cache_shared: true.
 sed 's/cache_shared: false/cache_shared: true/' "$CONFIG" >"$OUT/shared.yaml"
-sed "s/^redis:\$/redis:\n  read_transport: $COMPARE_TRANSPORT/" "$CONFIG" >"$OUT/compare.yaml"
+sed -e '/^  read_transport:/d' -e "s/^redis:\$/redis:\n  read_transport: $COMPARE_TRANSPORT/" "$CONFIG" >"$OUT/compare.yaml"
 start_gateway() { # port config name
 	"$OUT/gateway" -config "$2" -listen "127.0.0.1:$1" -ready-file "$OUT/ready-$3" -log-level warn 2>"$OUT/gateway-$3.log" &
 	pids+=($!)
