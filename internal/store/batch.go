@@ -135,6 +135,10 @@ func (s *Store) ReadShards(ctx context.Context, reads []ShardRead, replica bool,
 		if rc != nil && s.readRueidis(ctx, node, rc, reads, out) {
 			return
 		}
+		if one, ok := c.(*redis.Client); ok && one == node && rc == nil {
+			s.readPipeline(ctx, c, reads, ro, out, false) // standalone: there is no other route
+			return
+		}
 		if rc == nil && s.readPipeline(ctx, node, reads, ro, out, true) {
 			return
 		}
@@ -237,16 +241,16 @@ func answered(err error) bool {
 type replies interface {
 	len() int
 	err(i int) error
-	n(i int) int64                    // an integer reply
+	n(i int) (int64, error)           // an integer reply
 	items(i int) ([]rank.Item, error) // a ZRANGE … WITHSCORES reply, in its order
 }
 
 // goRedisReplies: the replies of go-redis commands.
 type goRedisReplies []redis.Cmder
 
-func (c goRedisReplies) len() int        { return len(c) }
-func (c goRedisReplies) err(i int) error { return c[i].Err() }
-func (c goRedisReplies) n(i int) int64   { return c[i].(*redis.IntCmd).Val() }
+func (c goRedisReplies) len() int               { return len(c) }
+func (c goRedisReplies) err(i int) error        { return c[i].Err() }
+func (c goRedisReplies) n(i int) (int64, error) { return c[i].(*redis.IntCmd).Result() }
 func (c goRedisReplies) items(i int) ([]rank.Item, error) {
 	return zItems(c[i].(*redis.ZSliceCmd).Val())
 }
@@ -289,9 +293,18 @@ func (s *Store) parsePlace(r *ShardRead, rs replies) ShardReply {
 	}
 	n := len(r.Probes)
 	cols := make([]int64, 3*n)
-	p := Positions{Card: rs.n(0), Ahead: cols[:n:n], More: cols[n : 2*n : 2*n], AtLeast: cols[2*n:]}
+	card, err := rs.n(0)
+	if err != nil {
+		out.Err = fmt.Errorf("position: %w", err)
+		return out
+	}
+	p := Positions{Card: card, Ahead: cols[:n:n], More: cols[n : 2*n : 2*n], AtLeast: cols[2*n:]}
 	for j, pr := range r.Probes {
-		more := rs.n(1 + 2*j)
+		more, err := rs.n(1 + 2*j)
+		if err != nil {
+			out.Err = fmt.Errorf("position: %w", err)
+			return out
+		}
 		group, err := rs.items(2 + 2*j)
 		if err != nil {
 			out.Err = fmt.Errorf("position: %w", err)
@@ -520,7 +533,11 @@ func (s *Store) parseWindow(r *ShardRead, rs replies) ShardReply {
 		out.Err = fmt.Errorf("seek around: native window needs SameMin ≤ Score < MoreMin, got %d ≤ %d < %d", pr.SameMin, pr.Score, pr.MoreMin)
 		return out
 	}
-	more := rs.n(0)
+	more, err := rs.n(0)
+	if err != nil {
+		out.Err = fmt.Errorf("seek around: %w", err)
+		return out
+	}
 	group, err := rs.items(1)
 	if err != nil {
 		out.Err = fmt.Errorf("seek around: %w", err)

@@ -52,6 +52,12 @@ type directClient struct {
 	err      error          // the last dial's error
 	failedAt time.Time
 	ready    chan struct{} // closed when the dial under way ends
+	// brokeAt: when a read of an up client last met a connection failure
+	// (a dead, cut-off or stopped master). For the retry interval after it
+	// reads go through go-redis, whose pool fails fast after dial errors:
+	// rueidis redials inside the next read, and every read of that master
+	// would wait for the dial to its own deadline.
+	brokeAt time.Time
 }
 
 func newDirectClients(log *slog.Logger, dialErr prometheus.Counter) *directClients {
@@ -74,6 +80,8 @@ func (d *directClients) get(node *redis.Client) (c rueidis.Client, ready <-chan 
 	case dc == nil:
 		dc = &directClient{}
 		d.clients[o.Addr] = dc
+	case dc.c != nil && !dc.brokeAt.IsZero() && time.Since(dc.brokeAt) < d.retry:
+		return nil, nil, errBroken
 	case dc.c != nil:
 		return dc.c, nil, nil
 	case dc.failedAt.IsZero() || time.Since(dc.failedAt) < d.retry: // dialling, or failed just now
@@ -83,6 +91,20 @@ func (d *directClients) get(node *redis.Client) (c rueidis.Client, ready <-chan 
 	d.wg.Add(1)
 	go d.dial(dc, o)
 	return nil, dc.ready, nil
+}
+
+// errBroken: a master's rueidis client met a connection failure within the
+// retry interval; its reads go through go-redis meanwhile.
+var errBroken = errors.New("store: the master's read connection failed just now")
+
+// broke notes that a read of addr's client met a connection failure.
+func (d *directClients) broke(addr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if dc := d.clients[addr]; dc != nil && dc.c != nil {
+		dc.brokeAt = time.Now()
+		d.dialErr.Inc()
+	}
 }
 
 func (d *directClients) dial(dc *directClient, o *redis.Options) {
@@ -96,9 +118,11 @@ func (d *directClients) dial(dc *directClient, o *redis.Options) {
 		Password:          o.Password,
 		Dialer:            net.Dialer{Timeout: o.DialTimeout},
 		DialCtxFn: func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			return dialer(ctx, "tcp", addr)
+			return dialCtx(ctx, dialer, addr)
 		},
-		ConnWriteTimeout: o.WriteTimeout,
+		// rueidis bounds a lone command's reply and its PINGs with this,
+		// so it is the larger of the two socket timeouts.
+		ConnWriteTimeout: max(o.ReadTimeout, o.WriteTimeout),
 		DisableCache:     true,
 		DisableRetry:     true,                         // a failed read goes through the cluster instead
 		ClientSetInfo:    rueidis.DisableClientSetInfo, // the ACL of docs/security.md grants no CLIENT
@@ -119,12 +143,38 @@ func (d *directClients) dial(dc *directClient, o *redis.Options) {
 	dc.c, dc.err = c, nil
 }
 
+// dialCtx runs dial and gives up when ctx ends: go-redis's TLS dialer
+// (tls.DialWithDialer) does not watch ctx, and rueidis dials inside a read,
+// whose deadline must hold. A connection that arrives late is closed.
+func dialCtx(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := dial(ctx, "tcp", addr)
+		ch <- result{c, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.c != nil {
+				_ = r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
 // connect dials node's client unless it is up, and waits for it within ctx.
 func (d *directClients) connect(ctx context.Context, node *redis.Client) error {
 	for {
 		c, ready, err := d.get(node)
 		switch {
-		case c != nil:
+		case c != nil, errors.Is(err, errBroken):
 			return nil
 		case err != nil:
 			return err
@@ -202,6 +252,9 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 			}
 			gen[i] = s.queueRead(ctx, pipe, r, false)
 			args := gen[i].Args()
+			if len(args) == 0 { // no command for this read: go-redis's path answers its error
+				return false
+			}
 			ss := make([]string, len(args))
 			for j, a := range args {
 				ss[j] = argString(a)
@@ -216,7 +269,7 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 		defer span.End()
 	}
 	res := rueidisReplies(rc.DoMulti(ctx, cmds...))
-	s.reloadAfter(ctx, res)
+	s.afterFailure(ctx, node.Options().Addr, res)
 	if span != nil {
 		for i := range res {
 			if err := res.err(i); !answered(err) {
@@ -252,9 +305,9 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 			}
 			out[i] = o
 		case r.Kind == ReadCount:
-			out[i] = ShardReply{N: rs.n(0), Err: s.fail("zcount", rs.err(0))}
+			out[i] = intReply("zcount", s, rs)
 		case r.Kind == ReadCard:
-			out[i] = ShardReply{N: rs.n(0), Err: s.fail("zcard", rs.err(0))}
+			out[i] = intReply("zcard", s, rs)
 		default:
 			cmd := gen[i]
 			fill(cmd, rs[0])
@@ -266,6 +319,18 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 		}
 	}
 	return true
+}
+
+// intReply is a ZCOUNT's or ZCARD's answer.
+func intReply(op string, s *Store, rs rueidisReplies) ShardReply {
+	if err := rs.err(0); err != nil {
+		return ShardReply{Err: s.fail(op, err)}
+	}
+	n, err := rs.n(0)
+	if err != nil {
+		return ShardReply{Err: fmt.Errorf("%s: %w", op, err)}
+	}
+	return ShardReply{N: n}
 }
 
 // startSpan starts the span of one rueidis round trip to the master at
@@ -285,21 +350,24 @@ func (s *Store) startSpan(ctx context.Context, addr string, cmds int) (context.C
 	return s.tracer.Start(ctx, "redis.pipeline", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
-// reloadAfter asks the cluster client for a (coalesced, lazy) slot-map
-// reload when a rueidis read met a network error or a timeout — a dead,
-// stopped or partitioned master — as go-redis's node clients do on theirs
-// (reloadOnDialError): the rueidis client has no such hook, and a read
-// whose deadline passed is not sent again through go-redis.
-func (s *Store) reloadAfter(ctx context.Context, res rueidisReplies) {
-	cc, ok := s.rw.(*redis.ClusterClient)
-	if !ok {
-		return
-	}
+// afterFailure handles a rueidis read that met a network error or a
+// timeout — a dead, stopped or partitioned master: the master's reads go
+// through go-redis for the retry interval (directClient.brokeAt), and the
+// cluster client is asked for a (coalesced, lazy) slot-map reload, as
+// go-redis's node clients do on theirs (reloadOnDialError): the rueidis
+// client has no such hook. A caller that went away (context.Canceled) says
+// nothing about the master and changes nothing.
+func (s *Store) afterFailure(ctx context.Context, addr string, res rueidisReplies) {
 	for i := range res {
-		if err := res[i].NonRedisError(); err != nil {
-			cc.ReloadState(context.WithoutCancel(ctx))
-			return
+		err := res[i].NonRedisError()
+		if err == nil || errors.Is(err, context.Canceled) {
+			continue
 		}
+		s.direct.broke(addr)
+		if cc, ok := s.rw.(*redis.ClusterClient); ok {
+			cc.ReloadState(context.WithoutCancel(ctx))
+		}
+		return
 	}
 }
 
@@ -325,10 +393,7 @@ func (r rueidisReplies) err(i int) error {
 	return err
 }
 
-func (r rueidisReplies) n(i int) int64 {
-	v, _ := r[i].AsInt64()
-	return v
-}
+func (r rueidisReplies) n(i int) (int64, error) { return r[i].AsInt64() }
 
 // items reads a ZRANGE … WITHSCORES reply: RESP3 pairs [member, score], or
 // RESP2's flat member, score, ….

@@ -217,6 +217,19 @@ func TestReadShardsRueidisFallsBack(t *testing.T) {
 	conns = nil
 	mu.Unlock()
 	read("rueidis on a dead connection", 2, 4)
+	// For the retry interval after that failure the master's reads go
+	// through go-redis (rueidis would redial inside every read and make each
+	// wait for the dial): no rueidis read, nothing rerouted, the failure
+	// counted.
+	goRedis := counterVecValue(t, reg, directReads, "transport", store.TransportGoRedis)
+	read("within the retry interval: go-redis", 2, 4)
+	if v := counterVecValue(t, reg, directReads, "transport", store.TransportGoRedis); v != goRedis+1 {
+		t.Fatalf("%s{go-redis} = %v, want %v", directReads, v, goRedis+1)
+	}
+	if v := counterValue(t, reg, "rankgate_redis_direct_dial_errors_total"); v != 1 {
+		t.Fatalf("rankgate_redis_direct_dial_errors_total = %v, want 1 (the dead connection)", v)
+	}
+	store.ForgetBroken(s)
 	read("rueidis redialled", 2, 5)
 }
 

@@ -101,7 +101,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m.directDialErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "rankgate_redis_direct_dial_errors_total",
-		Help: "Failed dials of a master's rueidis read client (read transport rueidis); its reads go through go-redis meanwhile, and the dial is retried a second later.",
+		Help: "Failures of a master's rueidis read client (read transport rueidis): a failed dial, or a read that met a network error or timeout on its connection; for a second after either its reads go through go-redis, then the client is used (or dialled) again.",
 	})
 	m.directReads.WithLabelValues(TransportRueidis)
 	m.directReads.WithLabelValues(TransportGoRedis)
