@@ -85,15 +85,21 @@ cpu() { # mode → "gateway postgres redis" ticks
 	# shellcheck disable=SC2086 # word splitting of pid lists intended
 	echo "$(ticks "$gw") $(ticks $pg) $(ticks $REDIS_PIDS)"
 }
+# The ledger gateway's stage histograms (rankgate_ledger_group_stage_seconds,
+# rankgate_ledger_tx_stage_seconds, …) around every run; stages.sh turns two
+# of them into quantiles of the run.
+metrics() { [[ $1 == ledger ]] && curl -fsS --max-time 10 "$(url ledger)/metrics" | grep '^rankgate_ledger_' || true; }
 # run phase mode round args… → $OUT/phase/mode-rN/gateway.json, …/mode-rN.cpu (ticks before, after)
 run() {
 	local phase=$1 mode=$2 round=$3
 	shift 3
 	cpu "$mode" >"$OUT/$phase/$mode-r$round.cpu"
+	metrics "$mode" >"$OUT/$phase/$mode-r$round.before.prom"
 	"$OUT/loadtest" -scenario loadtest/scenarios/events.yaml -gateway "$(url "$mode")" -config "$OUT/redis.yaml" \
 		-duration "$DURATION" -no-plots -quiet -out "$OUT/$phase/$mode-r$round" "$@" >"$OUT/$phase/$mode-r$round.txt" 2>&1 ||
 		{ echo "bench-ledger: $phase $mode round $round failed; see $OUT/$phase/$mode-r$round.txt" >&2; exit 1; }
 	cpu "$mode" >>"$OUT/$phase/$mode-r$round.cpu"
+	metrics "$mode" >"$OUT/$phase/$mode-r$round.after.prom"
 }
 # both phase args… : every round, both modes, alternating which goes first
 both() {
@@ -165,6 +171,10 @@ has open && both open -mode open -rate "$OPEN_RATE" -mix event=1
 		for m in redis ledger; do cpu_row "$ph" "$m"; done
 	done
 	if has open; then
+		echo
+		echo "Ledger stages in the open loop (quantiles from the histograms' deltas over the rounds, bucket upper bounds):"
+		echo
+		deploy/tools/stages.sh "$OUT"/open/ledger-r*.before.prom -- "$OUT"/open/ledger-r*.after.prom
 		echo
 		printf 'open loop %s/s: single-event p99 ledger ÷ Redis-only = **%s ×** (goal ≤ 3 ×)\n' "$OPEN_RATE" \
 			"$(ratio "$(stat open ledger p99_ms)" "$(stat open redis p99_ms)")"

@@ -24,6 +24,7 @@ type commitQueue struct {
 	run       runFunc
 	slots     chan struct{} // one per group committing
 	kick      chan struct{} // wakes a lingering collector once maxEvents are pending
+	waited    observer      // each request's wait from submit until its group starts
 
 	mu         sync.Mutex
 	pending    []*commitReq
@@ -34,6 +35,7 @@ type commitQueue struct {
 // commitReq is one caller's part of a group.
 type commitReq struct {
 	ctx   context.Context
+	at    time.Time // submitted
 	plans []*plan
 	out   []BatchItem
 	done  chan struct{}
@@ -46,8 +48,15 @@ type runFunc func(ctx context.Context, plans []*plan, committed func()) []BatchI
 
 func newCommitQueue(linger time.Duration, maxEvents, maxGroups int, run runFunc) *commitQueue {
 	return &commitQueue{linger: linger, maxEvents: max(maxEvents, 1), run: run,
-		slots: make(chan struct{}, max(maxGroups, 1)), kick: make(chan struct{}, 1)}
+		slots: make(chan struct{}, max(maxGroups, 1)), kick: make(chan struct{}, 1), waited: noObserver{}}
 }
+
+// observer is what the queue needs of a prometheus.Observer.
+type observer interface{ Observe(float64) }
+
+type noObserver struct{}
+
+func (noObserver) Observe(float64) {}
 
 // groupTimeout bounds one group's commit and projection: a group outlives the
 // caller that opened it (its other callers still wait for it).
@@ -57,7 +66,7 @@ const groupTimeout = 10 * time.Second
 // A caller that gives up first is answered unavailable: its events may still
 // commit, and a retry is a duplicate.
 func (q *commitQueue) submit(ctx context.Context, plans []*plan) []BatchItem {
-	r := &commitReq{ctx: ctx, plans: plans, done: make(chan struct{})}
+	r := &commitReq{ctx: ctx, at: time.Now(), plans: plans, done: make(chan struct{})}
 	q.mu.Lock()
 	q.pending = append(q.pending, r)
 	q.n += len(plans)
@@ -134,7 +143,9 @@ func (q *commitQueue) runGroup(group []*commitReq, n int) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(group[0].ctx), groupTimeout)
 	defer cancel()
 	plans := make([]*plan, 0, n)
+	now := time.Now()
 	for _, r := range group {
+		q.waited.Observe(now.Sub(r.at).Seconds())
 		plans = append(plans, r.plans...)
 	}
 	out := q.run(ctx, plans, release)

@@ -112,6 +112,7 @@ func newLedgerWrites(s *Service, linger time.Duration, maxEvents int) *ledgerWri
 	}
 	w := &ledgerWrites{s: s}
 	w.q = newCommitQueue(linger, maxEvents, commitGroups, w.group)
+	w.q.waited = s.m.groupStage.WithLabelValues("queue")
 	return w
 }
 
@@ -179,6 +180,9 @@ func ledgerEvent(p *plan) ledger.Event {
 // projected in the ledger and answers each plan.
 func (w *ledgerWrites) group(ctx context.Context, plans []*plan, done func()) []BatchItem {
 	s := w.s
+	start := time.Now()
+	defer func() { s.m.groupStage.WithLabelValues("group").Observe(time.Since(start).Seconds()) }()
+	s.m.groupEvents.Observe(float64(len(plans)))
 	out := make([]BatchItem, len(plans))
 	results := make([]ledger.GroupResult, len(plans))
 	if len(plans) == 1 && plans[0].ev.Reverses != "" {
@@ -190,6 +194,7 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan, done func()) []
 		}
 		var err error
 		results, err = s.ledger.RecordGroup(ctx, evs)
+		s.m.groupStage.WithLabelValues("record").Observe(time.Since(start).Seconds())
 		done() // the ledger transaction ended: the next group may commit
 		if err != nil {
 			for i := range out {
@@ -249,7 +254,9 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan, done func()) []
 			idx[i][k] = j
 		}
 	}
+	pstart := time.Now()
 	rs := s.projectGroup(ctx, writes)
+	s.m.groupStage.WithLabelValues("project").Observe(time.Since(pstart).Seconds())
 	projected := make([]bool, len(plans))
 	for _, i := range committed {
 		p, res := plans[i], results[i].Outcome

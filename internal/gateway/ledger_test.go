@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/ledger"
@@ -545,6 +546,40 @@ func TestLedgerTwoGatewaysSameIDs(t *testing.T) {
 		lt, err := l.Total(ctx, "f", pid, "national", e.User)
 		if err != nil || e.Points != want[e.User] || lt.Points != want[e.User] {
 			t.Errorf("%s: Redis %d, ledger %+v (%v), want %d", e.User, e.Points, lt, err, want[e.User])
+		}
+	}
+}
+
+// A ledger-mode write observes its stages: the request's queue wait, the
+// group's transaction, projection and whole run, and the group's size.
+func TestLedgerGroupStageMetrics(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	l := openTestLedger(t)
+	svc := newClusterServiceWith(t, ledgerFamilies, func(o *Options, _ *store.Store) {
+		o.Ledger, o.Registerer = l, reg
+	})
+	if _, err := svc.ApplyEvent(t.Context(), Event{EventID: "e1", Family: "f", User: "u1", Delta: ptr(int64(5))}); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, lp := range m.GetLabel() {
+				key += "/" + lp.GetValue()
+			}
+			got[key] = m.GetHistogram().GetSampleCount()
+		}
+	}
+	for _, k := range []string{"rankgate_ledger_group_stage_seconds/queue", "rankgate_ledger_group_stage_seconds/record",
+		"rankgate_ledger_group_stage_seconds/project", "rankgate_ledger_group_stage_seconds/group", "rankgate_ledger_group_events"} {
+		if got[k] != 1 {
+			t.Errorf("%s observed %d times, want 1 (all: %v)", k, got[k], got)
 		}
 	}
 }

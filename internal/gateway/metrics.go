@@ -14,6 +14,9 @@ type metrics struct {
 	returned     *prometheus.CounterVec
 	reads        *prometheus.CounterVec
 	shared       *prometheus.CounterVec
+	// ledger mode's write path, per stage (issue 10: the single-event tail)
+	groupStage  *prometheus.HistogramVec
+	groupEvents prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -54,10 +57,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_reads_total", Help: "Reads by operation, the source that answered (cache, replica, primary) and outcome.",
 		}, []string{"op", "source", "outcome"}),
+		groupStage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rankgate_ledger_group_stage_seconds",
+			Help:    "Ledger mode's write path by stage: queue (a request's wait from submission until its group starts: linger and the group ahead), record (the group's ledger transaction, pool wait included), project (its Redis projection round trip), group (the whole group, queue excluded).",
+			Buckets: []float64{.0005, .001, .002, .004, .007, .01, .015, .02, .03, .05, .075, .1, .15, .25, .5, 1, 2.5},
+		}, []string{"stage"}),
+		groupEvents: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "rankgate_ledger_group_events", Help: "Events per ledger commit group.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
+		}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.fanoutWidth, m.nodeDuration, m.shardErrors, m.partial,
-			m.events, m.dedupe, m.late, m.fetched, m.returned, m.reads, m.shared} {
+			m.events, m.dedupe, m.late, m.fetched, m.returned, m.reads, m.shared, m.groupStage, m.groupEvents} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

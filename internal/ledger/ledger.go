@@ -348,10 +348,13 @@ type errRow struct{ err error }
 func (r errRow) Scan(...any) error { return r.err }
 
 func (l *Ledger) inBatchTxOnce(ctx context.Context, op, eventID string, fn func(txq) error) (err error) {
+	t0 := time.Now()
 	c, err := l.pool.acquire(ctx)
 	if err != nil {
 		return err
 	}
+	t1 := time.Now()
+	l.m.txStage.WithLabelValues(op, "acquire").Observe(t1.Sub(t0).Seconds())
 	// A connection left inside a transaction (a failed rollback) is
 	// destroyed by Release, never reused.
 	defer c.Release()
@@ -366,6 +369,8 @@ func (l *Ledger) inBatchTxOnce(ctx context.Context, op, eventID string, fn func(
 	if err = fn(tx); err != nil {
 		return err
 	}
+	t2 := time.Now()
+	l.m.txStage.WithLabelValues(op, "statements").Observe(t2.Sub(t1).Seconds())
 	if l.beforeCommit != nil {
 		l.beforeCommit(op, eventID)
 	}
@@ -373,6 +378,7 @@ func (l *Ledger) inBatchTxOnce(ctx context.Context, op, eventID string, fn func(
 		return nil
 	}
 	tag, err := tx.c.Exec(ctx, `COMMIT`)
+	l.m.txStage.WithLabelValues(op, "commit").Observe(time.Since(t2).Seconds())
 	if err != nil {
 		return fmt.Errorf("ledger: commit: %w", err)
 	}

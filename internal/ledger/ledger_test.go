@@ -289,16 +289,39 @@ func TestOpenOptions(t *testing.T) {
 		if _, err := l.Record(t.Context(), sumEv("e1", "f", "u1", 1), sumTie); err != nil {
 			t.Fatal(err)
 		}
+		// A group's transaction observes its stages (acquire, statements, commit).
+		if _, err := l.RecordGroup(t.Context(), []GroupEvent{{Event: sumEv("e2", "f", "u1", 1), Rules: sumTie},
+			{Event: sumEv("e3", "f", "u2", 1), Rules: sumTie}}); err != nil {
+			t.Fatal(err)
+		}
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
 		names := map[string]bool{}
 		values := map[string]float64{}
+		stages := map[string]uint64{}
 		for _, mf := range mfs {
 			names[mf.GetName()] = true
 			for _, m := range mf.GetMetric() {
 				values[mf.GetName()] += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				if mf.GetName() == "rankgate_ledger_tx_stage_seconds" {
+					var op, stage string
+					for _, lp := range m.GetLabel() {
+						switch lp.GetName() {
+						case "op":
+							op = lp.GetValue()
+						case "stage":
+							stage = lp.GetValue()
+						}
+					}
+					stages[op+"/"+stage] += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+		for _, st := range []string{"acquire", "statements", "commit"} {
+			if n := stages["record_group/"+st]; n != 1 {
+				t.Errorf("rankgate_ledger_tx_stage_seconds{op=record_group,stage=%s} observed %d times, want 1 (all: %v)", st, n, stages)
 			}
 		}
 		for _, n := range []string{"rankgate_ledger_writes_total", "rankgate_ledger_tx_duration_seconds", "rankgate_ledger_connections"} {

@@ -11,6 +11,7 @@ import (
 type metrics struct {
 	writes    *prometheus.CounterVec
 	txSeconds *prometheus.HistogramVec
+	txStage   *prometheus.HistogramVec
 	retries   *prometheus.CounterVec
 	pool      *poolCollector // connection pool statistics
 }
@@ -26,6 +27,11 @@ func newMetrics(p *pool) *metrics {
 			Help:    "Duration of ledger transactions (retries included), by operation.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"op"}),
+		txStage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rankgate_ledger_tx_stage_seconds",
+			Help:    "One attempt of a ledger transaction by stage, for the writers that send BEGIN with their first batch (record_group): acquire (waiting for a pool connection), statements (BEGIN to the last statement's answer), commit (the COMMIT round trip: the WAL flush).",
+			Buckets: []float64{.0005, .001, .002, .004, .007, .01, .015, .02, .03, .05, .075, .1, .15, .25, .5, 1, 2.5},
+		}, []string{"op", "stage"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_ledger_tx_retries_total",
 			Help: "Ledger transactions rerun after a deadlock or serialization failure, by operation (<op>_locking: a sum group rerun on the locking path, a total out of range).",
@@ -35,7 +41,7 @@ func newMetrics(p *pool) *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.writes, m.txSeconds, m.retries, m.pool}
+	return []prometheus.Collector{m.writes, m.txSeconds, m.txStage, m.retries, m.pool}
 }
 
 // register registers every collector on reg, or none (nil reg: none).

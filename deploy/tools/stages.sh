@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# stages.sh — quantiles of Prometheus histograms between two sets of scrapes:
+#   deploy/tools/stages.sh before.prom… -- after.prom…
+# Every histogram's buckets are summed over the "after" files minus the
+# "before" files (one pair per run), and printed per series as a Markdown row:
+# count, mean, and the p50 / p90 / p99 / p99.9 bucket upper bounds (ms).
+# Used by deploy/bench-ledger.sh for the ledger's stage histograms.
+set -euo pipefail
+before=()
+while (($#)) && [[ $1 != -- ]]; do before+=("$1"); shift; done
+shift || true
+(($#)) || { echo "usage: $0 before… -- after…" >&2; exit 2; }
+echo "| series | count | mean ms | p50 ≤ ms | p90 ≤ | p99 ≤ | p99.9 ≤ |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+{
+	for f in "${before[@]}"; do sed 's/^/- /' "$f"; done
+	for f in "$@"; do sed 's/^/+ /' "$f"; done
+} | awk '
+function series(n, lab,   s) { s = lab; gsub(/,?le="[^"]*"/, "", s); sub(/^\{,?/, "{", s); if (s == "{}") s = ""; return n s }
+{
+	sign = ($1 == "-") ? -1 : 1; name = $2; val = $3
+	lab = ""; if (match(name, /\{.*\}/)) { lab = substr(name, RSTART, RLENGTH); name = substr(name, 1, RSTART - 1) }
+	if (name ~ /_bucket$/) {
+		base = substr(name, 1, length(name) - 7); s = series(base, lab)
+		match(lab, /le="[^"]*"/); le = substr(lab, RSTART + 4, RLENGTH - 5)
+		b[s, le] += sign * val; if (!((s, le) in seen)) { seen[s, le] = 1; les[s] = les[s] " " le }; ser[s] = 1
+	} else if (name ~ /_sum$/) { sum[series(substr(name, 1, length(name) - 4), lab)] += sign * val }
+	else if (name ~ /_count$/) { cnt[series(substr(name, 1, length(name) - 6), lab)] += sign * val }
+}
+function q(s, p,   n, i, k, a, tot) {
+	n = split(les[s], a, " "); tot = cnt[s]
+	for (i = 1; i <= n; i++) if (b[s, a[i]] >= p * tot) return a[i]
+	return "+Inf"
+}
+function ms(x) { return x == "+Inf" ? "> max" : sprintf("%g", x * 1000) }
+END {
+	for (s in ser) if (cnt[s] > 0) {
+		isms = (s ~ /_seconds/)
+		m = sum[s] / cnt[s]
+		if (isms) printf "| %s | %d | %.2f | %s | %s | %s | %s |\n", s, cnt[s], m * 1000, ms(q(s, .5)), ms(q(s, .9)), ms(q(s, .99)), ms(q(s, .999))
+		else printf "| %s | %d | %.2f (not ms) | %s | %s | %s | %s |\n", s, cnt[s], m, q(s, .5), q(s, .9), q(s, .99), q(s, .999)
+	}
+}' | sort
