@@ -294,6 +294,23 @@ var (
 	_ txq = (*batchTx)(nil)
 )
 
+// groupPlanSettings are the planner settings of a group's transaction, sent
+// with its BEGIN (no round trip of their own). Every statement of a group
+// reads and writes rows by key from arrays of a few elements: index lookups
+// in nested loops are right whatever the table statistics say. PostgreSQL
+// caches a prepared statement's generic plan per connection once it judges
+// it no dearer than the custom ones — after five executions, when a fresh
+// ledger's totals table still has a few pages — and keeps it until the next
+// ANALYZE: a hash join over a sequential scan of totals, every group paying
+// a scan of the whole table (docs/performance.md, issue 10, "Session 4: the
+// single-event tail"). With sequential scans, hash and merge joins
+// discouraged, the plan is an index plan from the first execution on, and
+// the generic plan is used at once (no planning per group). Durability
+// settings are untouched.
+const groupPlanSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+	set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+	set_config('enable_mergejoin', 'off', true)`
+
 // batchTx is a transaction whose BEGIN is sent with its first statement:
 // the first batch carries it in the same round trip (a lone statement sends
 // it first).
@@ -315,7 +332,7 @@ func (t *batchTx) begin(ctx context.Context) error {
 
 func (t *batchTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if !t.begun {
-		qs := append([]*pgx.QueuedQuery{{SQL: `BEGIN`}}, b.QueuedQueries...)
+		qs := append([]*pgx.QueuedQuery{{SQL: `BEGIN`}, {SQL: groupPlanSettings}}, b.QueuedQueries...)
 		b = &pgx.Batch{QueuedQueries: qs}
 		t.begun = true
 	}
