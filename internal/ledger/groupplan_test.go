@@ -17,6 +17,48 @@ import (
 // scan of totals (groupPlanSettings).
 func TestGroupPlansUseIndexesOnAGrownTable(t *testing.T) {
 	t.Parallel()
+	sumGroup := func(round int) []GroupEvent {
+		evs := make([]GroupEvent, 2)
+		for j := range evs {
+			evs[j] = GroupEvent{Event: sumEv(fmt.Sprintf("r%d-%d", round, j), "plan", fmt.Sprintf("u%d", j), 1, "national", "province:zj"), Rules: sumTie}
+		}
+		return evs
+	}
+	maxGroup := func(round int) []GroupEvent {
+		evs := make([]GroupEvent, 2)
+		for j := range evs {
+			evs[j] = GroupEvent{Event: valEv(fmt.Sprintf("r%d-%d", round, j), "plan", fmt.Sprintf("u%d", j), int64(round+1), "national", "province:zj"), Rules: maxTie}
+		}
+		return evs
+	}
+	cases := []struct {
+		name string
+		// first runs before the groups, on the same connection: a single
+		// write whose statements are the locking path's, prepared (and
+		// their generic plan cached) by it.
+		first func(t *testing.T, l *Ledger)
+		group func(round int) []GroupEvent
+	}{
+		{name: "sum groups (delta path)", group: sumGroup},
+		{name: "max groups (locking path)", group: maxGroup},
+		{name: "projections first, then max groups", group: maxGroup, first: func(t *testing.T, l *Ledger) {
+			for i := range 8 {
+				if _, err := l.Project(t.Context(), projEv("plan", fmt.Sprintf("p%d", i%2), int64(i+1), int64(i+1)),
+					Rules{Aggregate: "max", Desc: true, TieFirst: true, MaxPoints: 1_000_000, SeqCapacity: 1 << 20, Projection: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			groupPlansOnAGrownTable(t, c.first, c.group)
+		})
+	}
+}
+
+func groupPlansOnAGrownTable(t *testing.T, first func(*testing.T, *Ledger), groupOf func(round int) []GroupEvent) {
 	ctx := t.Context()
 	schema := randomSchema(t)
 	dropSchemaAtCleanup(t, schema)
@@ -31,13 +73,12 @@ func TestGroupPlansUseIndexesOnAGrownTable(t *testing.T) {
 			l.Close()
 		}
 	}()
+	if first != nil {
+		first(t, l)
+	}
 	group := func(round int) {
 		t.Helper()
-		evs := make([]GroupEvent, 2)
-		for j := range evs {
-			evs[j] = GroupEvent{Event: sumEv(fmt.Sprintf("r%d-%d", round, j), "plan", fmt.Sprintf("u%d", j), 1, "national", "province:zj"), Rules: sumTie}
-		}
-		res, err := l.RecordGroup(ctx, evs)
+		res, err := l.RecordGroup(ctx, groupOf(round))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -311,6 +311,21 @@ const groupPlanSettings = `SELECT set_config('plan_cache_mode', 'force_generic_p
 	set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
 	set_config('enable_mergejoin', 'off', true)`
 
+// planLikeGroups applies groupPlanSettings to a single write's transaction
+// (reversals, projections, removals): its statements are byte for byte the
+// group locking path's, and pgx caches prepared statements per connection
+// by their text, so a generic plan cached here under the default settings
+// (a sequential scan of a then small totals table) would be reused by every
+// later group on the connection, whatever the group's settings
+// (TestGroupPlansUseIndexesOnAGrownTable, "projections first"). One round
+// trip more for these rarer writes.
+func planLikeGroups(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, groupPlanSettings); err != nil {
+		return fmt.Errorf("ledger: plan settings: %w", err)
+	}
+	return nil
+}
+
 // batchTx is a transaction whose BEGIN is sent with its first statement:
 // the first batch carries it in the same round trip (a lone statement sends
 // it first).
@@ -327,6 +342,9 @@ func (t *batchTx) begin(ctx context.Context) error {
 		return fmt.Errorf("ledger: begin: %w", err)
 	}
 	t.begun = true
+	if _, err := t.c.Exec(ctx, groupPlanSettings); err != nil {
+		return fmt.Errorf("ledger: plan settings: %w", err)
+	}
 	return nil
 }
 

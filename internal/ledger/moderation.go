@@ -45,6 +45,9 @@ func (l *Ledger) Remove(ctx context.Context, ev Event, r Rules) ([]Removed, erro
 	var out []Removed
 	if err == nil {
 		err = l.inTx(ctx, "remove", ev.EventID, func(tx pgx.Tx) error {
+			if err := planLikeGroups(ctx, tx); err != nil {
+				return err
+			}
 			w := &writer{tx: tx, ev: ev, r: r}
 			var err error
 			out, err = w.remove(ctx)

@@ -86,6 +86,9 @@ func (l *Ledger) write(ctx context.Context, ev Event, r Rules, projection bool) 
 	)
 	if err == nil {
 		err = l.inTx(ctx, "record", ev.EventID, func(tx pgx.Tx) error {
+			if err := planLikeGroups(ctx, tx); err != nil {
+				return err
+			}
 			w = &writer{tx: tx, ev: ev, r: r}
 			var err error
 			out, err = w.run(ctx)
