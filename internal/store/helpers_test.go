@@ -95,23 +95,11 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 // 0 when absent.
 func counterValue(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("Gather: %v", err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
+	return counterVecValue(t, reg, name, "", "")
 }
 
-// counterVecValue sums name's series whose label is value.
+// counterVecValue sums name's series whose label is value (every series
+// when label is "").
 func counterVecValue(t testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -124,6 +112,10 @@ func counterVecValue(t testing.TB, reg *prometheus.Registry, name, label, value 
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if label == "" {
+				sum += m.GetCounter().GetValue()
+				continue
+			}
 			for _, lp := range m.GetLabel() {
 				if lp.GetName() == label && lp.GetValue() == value {
 					sum += m.GetCounter().GetValue()
