@@ -108,6 +108,7 @@ func openBaselineStore(ctx context.Context, cfg *config.Config) (*store.Store, b
 		Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password(os.Getenv),
 		DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout, WriteTimeout: cfg.Redis.WriteTimeout,
 		PoolSize: cfg.Redis.PoolSize, ReloadInterval: cfg.Redis.ClusterReloadInterval,
+		Health: new(store.NodeHealth), // the clients' and the store's, as the gateway shares it
 	}
 	if cfg.Redis.TLS {
 		return nil, false, nil, errors.New("the baseline does not speak TLS to Redis; run it against a local cluster")
@@ -141,7 +142,7 @@ func openBaselineStore(ctx context.Context, cfg *config.Config) (*store.Store, b
 		closers = append(closers, ro.Close)
 	}
 	replica := ro != nil
-	st, err := store.New(rw, ro, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout})
+	st, err := store.New(rw, ro, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout, Health: opts.Health})
 	if err != nil {
 		closeAll()
 		return nil, false, nil, err

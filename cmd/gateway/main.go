@@ -148,8 +148,9 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 // redisClient builds a client from config: the masters' client, or with
 // readOnly a replica-reading one (ReadOnly + RouteByLatency), which is built
 // only once the masters' client turned out to be a cluster client, so it
-// need not ask a single seed again.
-func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logger, readOnly bool, tp trace.TracerProvider) (redis.UniversalClient, error) {
+// need not ask a single seed again. health (nil: the client's own) is where
+// its node clients record which node failed just now: the store's too.
+func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logger, readOnly bool, tp trace.TracerProvider, health *store.NodeHealth) (redis.UniversalClient, error) {
 	tlsCfg, err := tlsConfig(cfg, log)
 	if err != nil {
 		return nil, err
@@ -159,7 +160,7 @@ func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logge
 		TLS: tlsCfg, DialTimeout: cfg.Redis.DialTimeout, ReadTimeout: cfg.Redis.ReadTimeout,
 		WriteTimeout: cfg.Redis.WriteTimeout, PoolSize: cfg.Redis.PoolSize,
 		ReloadInterval: cfg.Redis.ClusterReloadInterval, Logger: log,
-		ReadOnly: readOnly, Cluster: readOnly, TracerProvider: tp,
+		ReadOnly: readOnly, Cluster: readOnly, TracerProvider: tp, Health: health,
 	})
 }
 
@@ -167,7 +168,11 @@ func redisClient(cfg *config.Config, getenv func(string) string, log *slog.Logge
 // the store (with a replica-reading client when redis.replica_reads is on and
 // Redis is a cluster).
 func openStore(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) (*store.Store, func(), error) {
-	rw, err := dialRedis(ctx, cfg, getenv, log, tp)
+	// One record of failing nodes for both clients and the store: a node
+	// the rueidis read transport (or either client) saw time out is not
+	// asked for the slot map in the next second's reloads.
+	health := new(store.NodeHealth)
+	rw, err := dialRedis(ctx, cfg, getenv, log, tp, health)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -179,7 +184,7 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 	}
 	var ro redis.UniversalClient
 	if _, cluster := rw.(*redis.ClusterClient); cfg.Redis.ReplicaReads && cluster {
-		if ro, err = redisClient(cfg, getenv, log, true, tp); err != nil {
+		if ro, err = redisClient(cfg, getenv, log, true, tp, health); err != nil {
 			closeAll()
 			return nil, nil, err
 		}
@@ -188,7 +193,7 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 	st, err := store.New(rw, ro, store.Options{Timeout: cfg.Redis.ReadTimeout + cfg.Redis.WriteTimeout, Logger: log, Registerer: reg,
 		// WAIT must answer within the node batch's ReadTimeout: half of it.
 		WaitReplicas: cfg.Redis.WaitReplicas, WaitTimeout: cfg.Redis.ReadTimeout / 2,
-		ReadTransport: cfg.Redis.ReadTransport, TracerProvider: tp})
+		ReadTransport: cfg.Redis.ReadTransport, TracerProvider: tp, Health: health})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -209,10 +214,10 @@ func openStore(ctx context.Context, cfg *config.Config, getenv func(string) stri
 // dialRedis builds the masters' client and loads the scripts on every node,
 // retrying both for a bounded time while Redis comes up (building the client
 // already talks to Redis when redis.addrs holds a single node).
-func dialRedis(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger, tp trace.TracerProvider) (redis.UniversalClient, error) {
+func dialRedis(ctx context.Context, cfg *config.Config, getenv func(string) string, log *slog.Logger, tp trace.TracerProvider, health *store.NodeHealth) (redis.UniversalClient, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		c, err := redisClient(cfg, getenv, log, false, tp)
+		c, err := redisClient(cfg, getenv, log, false, tp, health)
 		if err == nil {
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err = store.Preload(pctx, c)

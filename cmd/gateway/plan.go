@@ -55,7 +55,7 @@ func planCmd(ctx context.Context, args []string, getenv func(string) string, std
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 
-	rw, err := redisClient(cfg, getenv, log, false, nil)
+	rw, err := redisClient(cfg, getenv, log, false, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -121,8 +121,11 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 			t.Fatalf("%s: %v", envReloadInterval, err)
 		}
 	}
+	// One record of failing nodes for the clients and the store, as the
+	// gateway shares it.
+	health := new(store.NodeHealth)
 	opts := store.ClientOptions{Addrs: c.addrs, Cluster: true, DialTimeout: time.Second, ReadTimeout: o.readTimeout,
-		WriteTimeout: 500 * time.Millisecond, ReloadInterval: reload, Dialer: o.dialer}
+		WriteTimeout: 500 * time.Millisecond, ReloadInterval: reload, Dialer: o.dialer, Health: health}
 	rw, err := store.NewClient(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +146,7 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 		t.Fatalf("preload: %v", err)
 	}
 	if s.store, err = store.New(rw, s.ro, store.Options{Timeout: o.readTimeout + 500*time.Millisecond, Registerer: s.reg,
-		WaitReplicas: o.waitReplicas, WaitTimeout: o.readTimeout / 2}); err != nil {
+		WaitReplicas: o.waitReplicas, WaitTimeout: o.readTimeout / 2, Health: health}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.store.Close)

@@ -46,6 +46,12 @@ type ClientOptions struct {
 	// nil: go-redis's own TCP dialer. The fault suite dials into network
 	// namespaces with it.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Health, when set, is where the node clients record and read which
+	// node failed just now (see reloadOnDialError); pass the same one to
+	// the Store (Options.Health), so that a read the rueidis transport saw
+	// fail keeps its node out of this client's next slot-map reload. nil:
+	// a record of this client's own.
+	Health *NodeHealth
 }
 
 // tracing instruments one node's client (nil tp: nothing).
@@ -103,6 +109,10 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 		ClusterStateReloadInterval: o.ReloadInterval,
 		ReadOnly:                   o.ReadOnly, RouteByLatency: o.ReadOnly,
 	})
+	health := o.Health
+	if health == nil {
+		health = new(NodeHealth)
+	}
 	slotsTimeout := o.ReadTimeout
 	if slotsTimeout <= 0 || slotsTimeout > maxSlotsTimeout {
 		slotsTimeout = maxSlotsTimeout
@@ -110,8 +120,9 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 	c.OnNewNode(func(node *redis.Client) {
 		// Traced per node, not per cluster command: a span is a round trip.
 		tracing(node, o.TracerProvider)
-		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: node.Options().Addr,
-			failedAt: new(atomic.Int64), slotsTimeout: slotsTimeout})
+		addr := node.Options().Addr
+		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: addr,
+			failedAt: health.record(addr), slotsTimeout: slotsTimeout})
 		node.AddHook(waitHook{addr: node.Options().Addr})
 	})
 	return c, nil
@@ -152,13 +163,16 @@ func isClusterNode(c *redis.Client, o ClientOptions) (bool, error) {
 // 1.4–2 s after the promotion. A node whose command timed out or whose dial
 // failed within the last slotsSkip is not asked (the reload goes on to the
 // next node at once), and any node's CLUSTER SLOTS is bounded by
-// slotsTimeout.
+// slotsTimeout. "Failed" is whatever the node's NodeHealth record holds: this
+// hook's own timeouts and failed dials, and the network errors and timeouts
+// of the rueidis read transport's reads of that node (Store.afterFailure).
 type reloadOnDialError struct {
 	cluster *redis.ClusterClient
 	log     *slog.Logger
 	addr    string
-	// failedAt: when a command to this node last timed out or a dial to it
-	// failed (unix ns; 0: never).
+	// failedAt: this node's record in the NodeHealth shared with the
+	// Store — when a command to it last timed out or met a network error
+	// (either transport) or a dial to it failed (unix ns; 0: never).
 	failedAt     *atomic.Int64
 	slotsTimeout time.Duration
 }
@@ -175,7 +189,7 @@ func (h reloadOnDialError) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
-			h.failedAt.Store(time.Now().UnixNano())
+			markFailed(h.failedAt)
 			h.log.Warn("redis dial failed; reloading slot map", "addr", addr, "err", err)
 			h.cluster.ReloadState(context.WithoutCancel(ctx))
 		}
@@ -191,8 +205,8 @@ func slotMapQuery(cmd redis.Cmder) bool {
 
 // querySlots runs a slot-map query, unless the node failed just now.
 func (h reloadOnDialError) querySlots(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder) error {
-	if at := h.failedAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < slotsSkip {
-		err := fmt.Errorf("redis %s: not asked for the slot map: it failed %s ago", h.addr, time.Since(time.Unix(0, at)).Round(time.Millisecond))
+	if ago, ok := failedWithin(h.failedAt, slotsSkip); ok {
+		err := fmt.Errorf("redis %s: not asked for the slot map: it failed %s ago", h.addr, ago.Round(time.Millisecond))
 		cmd.SetErr(err)
 		return err
 	}
@@ -200,7 +214,7 @@ func (h reloadOnDialError) querySlots(ctx context.Context, next redis.ProcessHoo
 	defer cancel()
 	err := next(ctx, cmd)
 	if timedOut(err) {
-		h.failedAt.Store(time.Now().UnixNano())
+		markFailed(h.failedAt)
 	}
 	return err
 }
@@ -236,7 +250,7 @@ func (h reloadOnDialError) maybeReload(ctx context.Context, err error) {
 	}
 	timeout := timedOut(err)
 	if timeout {
-		h.failedAt.Store(time.Now().UnixNano())
+		markFailed(h.failedAt)
 	}
 	if timeout || redis.HasErrorPrefix(err, "CLUSTERDOWN") {
 		h.cluster.ReloadState(context.WithoutCancel(ctx))

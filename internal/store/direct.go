@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,10 +42,14 @@ type directClients struct {
 	clients map[string]*directClient
 	closed  bool
 	wg      sync.WaitGroup
-	// retry: how long after a failed dial a master's client is dialled again.
+	// retry: how long after a failed dial a master's client is dialled
+	// again, and after a failure of the master its reads go through go-redis.
 	retry   time.Duration
 	log     *slog.Logger
 	dialErr prometheus.Counter
+	// health: when each node last failed, shared with the go-redis client
+	// (ClientOptions.Health and Options.Health).
+	health *NodeHealth
 }
 
 type directClient struct {
@@ -52,16 +57,18 @@ type directClient struct {
 	err      error          // the last dial's error
 	failedAt time.Time
 	ready    chan struct{} // closed when the dial under way ends
-	// brokeAt: when a read of an up client last met a connection failure
-	// (a dead, cut-off or stopped master). For the retry interval after it
-	// reads go through go-redis, whose pool fails fast after dial errors:
-	// rueidis redials inside the next read, and every read of that master
-	// would wait for the dial to its own deadline.
-	brokeAt time.Time
+	// brokeAt: the master's record in the shared NodeHealth — when a read
+	// of its rueidis client last met a network error or timeout (a dead,
+	// cut-off or stopped master), or go-redis's client of it timed out or
+	// failed to dial. For the retry interval after it the master's reads go
+	// through go-redis, whose pool fails fast after dial errors: rueidis
+	// redials inside the next read, and every read of that master would wait
+	// for the dial to its own deadline.
+	brokeAt *atomic.Int64
 }
 
-func newDirectClients(log *slog.Logger, dialErr prometheus.Counter) *directClients {
-	return &directClients{clients: map[string]*directClient{}, retry: time.Second, log: log, dialErr: dialErr}
+func newDirectClients(log *slog.Logger, dialErr prometheus.Counter, health *NodeHealth) *directClients {
+	return &directClients{clients: map[string]*directClient{}, retry: time.Second, log: log, dialErr: dialErr, health: health}
 }
 
 // get returns the rueidis client of node's address, or nil when it is not
@@ -78,9 +85,9 @@ func (d *directClients) get(node *redis.Client) (c rueidis.Client, ready <-chan 
 	dc := d.clients[o.Addr]
 	switch {
 	case dc == nil:
-		dc = &directClient{}
+		dc = d.newClient(o.Addr)
 		d.clients[o.Addr] = dc
-	case dc.c != nil && !dc.brokeAt.IsZero() && time.Since(dc.brokeAt) < d.retry:
+	case dc.c != nil && d.brokeJustNow(dc):
 		return nil, nil, errBroken
 	case dc.c != nil:
 		return dc.c, nil, nil
@@ -93,16 +100,30 @@ func (d *directClients) get(node *redis.Client) (c rueidis.Client, ready <-chan 
 	return nil, dc.ready, nil
 }
 
-// errBroken: a master's rueidis client met a connection failure within the
-// retry interval; its reads go through go-redis meanwhile.
+// newClient is the entry of addr's client before its first dial.
+func (d *directClients) newClient(addr string) *directClient {
+	return &directClient{brokeAt: d.health.record(addr)}
+}
+
+// brokeJustNow: dc's master failed within the retry interval.
+func (d *directClients) brokeJustNow(dc *directClient) bool {
+	_, ok := failedWithin(dc.brokeAt, d.retry)
+	return ok
+}
+
+// errBroken: a master failed within the retry interval (a read of its
+// rueidis client met a connection failure, or go-redis's client of it timed
+// out or failed to dial); its reads go through go-redis meanwhile.
 var errBroken = errors.New("store: the master's read connection failed just now")
 
-// broke notes that a read of addr's client met a connection failure.
+// broke notes that a read of addr's rueidis client met a connection
+// failure: in the shared NodeHealth, where it also keeps addr out of the
+// next slot-map reload, and in the dial-error count.
 func (d *directClients) broke(addr string) {
+	d.health.failed(addr)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if dc := d.clients[addr]; dc != nil && dc.c != nil {
-		dc.brokeAt = time.Now()
 		d.dialErr.Inc()
 	}
 }
@@ -351,19 +372,22 @@ func (s *Store) startSpan(ctx context.Context, addr string, cmds int) (context.C
 }
 
 // afterFailure handles a rueidis read that met a network error or a
-// timeout — a dead, stopped or partitioned master: the master's reads go
-// through go-redis for the retry interval (directClient.brokeAt), and the
-// cluster client is asked for a (coalesced, lazy) slot-map reload, as
-// go-redis's node clients do on theirs (reloadOnDialError): the rueidis
-// client has no such hook. A caller that went away (context.Canceled) says
-// nothing about the master and changes nothing.
+// timeout — a dead, stopped or partitioned master — as go-redis's node
+// clients handle theirs (reloadOnDialError; the rueidis client has no such
+// hook): the failure goes into the master's NodeHealth record, so the
+// master's reads go through go-redis for the retry interval
+// (directClient.brokeAt) and the slot-map reload asked for next (coalesced,
+// lazy) does not ask that master for CLUSTER SLOTS first and wait on it
+// (reloadOnDialError.querySlots). A caller that went away
+// (context.Canceled) or an error reply says nothing about the master and
+// changes nothing.
 func (s *Store) afterFailure(ctx context.Context, addr string, res rueidisReplies) {
 	for i := range res {
 		err := res[i].NonRedisError()
 		if err == nil || errors.Is(err, context.Canceled) {
 			continue
 		}
-		s.direct.broke(addr)
+		s.direct.broke(addr) // before the reload: it reads the record
 		if cc, ok := s.rw.(*redis.ClusterClient); ok {
 			cc.ReloadState(context.WithoutCancel(ctx))
 		}

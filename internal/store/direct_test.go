@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
@@ -246,4 +249,139 @@ func TestConnectReadersAfterClose(t *testing.T) {
 		t.Fatal("ConnectReaders after Close: no error")
 	}
 	s.Close() // twice is fine
+}
+
+// faultyConn is a connection the test breaks on cue: after hang it
+// swallows every write (the node never answers).
+type faultyConn struct {
+	net.Conn
+	hung atomic.Bool
+}
+
+func (c *faultyConn) hang() { c.hung.Store(true) }
+
+func (c *faultyConn) Write(b []byte) (int, error) {
+	if c.hung.Load() {
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+// TestRueidisFailureKeepsNodeOutOfSlotReload: a rueidis read of master X
+// that meets a network error or a timeout records X in the NodeHealth the
+// store shares with its go-redis client, so the slot-map reload it asks for
+// does not ask X for CLUSTER SLOTS (X's node client refuses it at once, as
+// after a go-redis timeout) — without the record the reload could ask the
+// hung X first and wait for it. A caller that went away or an error reply
+// says nothing about X: X is still asked.
+func TestRueidisFailureKeepsNodeOutOfSlotReload(t *testing.T) {
+	t.Parallel()
+	addrs := testcluster.Addrs(t)
+	prefix := testcluster.Prefix(t)
+	cases := []struct {
+		name string
+		// fail breaks the read of X — conn is its rueidis connection, y
+		// another master — and returns the read's context.
+		fail     func(t *testing.T, s *store.Store, conn *faultyConn, x, y string) context.Context
+		wantSkip bool
+	}{
+		{"connection closed under the read", func(t *testing.T, _ *store.Store, conn *faultyConn, _, _ string) context.Context {
+			_ = conn.Conn.Close()
+			return ctxT(t, 5*time.Second)
+		}, true},
+		{"master hung: the read's deadline passes", func(t *testing.T, _ *store.Store, conn *faultyConn, _, _ string) context.Context {
+			conn.hang()
+			return ctxT(t, 300*time.Millisecond)
+		}, true},
+		{"caller went away (context.Canceled)", func(t *testing.T, _ *store.Store, _ *faultyConn, _, _ string) context.Context {
+			// rueidis answers every command with the context's error. (It
+			// sends a lone DoMulti under the context's deadline only: a
+			// cancel while that read waits is not seen.)
+			ctx, cancel := context.WithCancel(ctxT(t, 5*time.Second))
+			cancel()
+			return ctx
+		}, false},
+		{"error reply: MOVED from another master's connection", func(t *testing.T, s *store.Store, _ *faultyConn, x, y string) context.Context {
+			t.Cleanup(store.AliasDirect(s, x, y))
+			return ctxT(t, 5*time.Second)
+		}, false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			health := new(store.NodeHealth)
+			c, err := store.NewClient(store.ClientOptions{Addrs: addrs, DialTimeout: 2 * time.Second,
+				ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second, Health: health})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			cc := c.(*redis.ClusterClient)
+			reg := prometheus.NewRegistry()
+			s, err := store.New(c, nil, store.Options{Timeout: 5 * time.Second, Registerer: reg, Health: health})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			ctx := ctxT(t, 10*time.Second)
+			if err := s.ConnectReaders(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// key on master X (its go-redis node client: node), other on Y.
+			key := fmt.Sprintf("%s:health:%d", prefix, i)
+			node, err := cc.MasterForKey(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, y := node.Options().Addr, ""
+			for j := 0; y == "" || y == x; j++ {
+				if y = s.NodeOf(ctx, fmt.Sprintf("%s:other:%d", prefix, j)); j == 1000 {
+					t.Fatalf("no key off master %s", x)
+				}
+			}
+			var mu sync.Mutex
+			var conn *faultyConn
+			err = store.DialDirect(s, node, func(ctx context.Context, network, addr string) (net.Conn, error) {
+				nc, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				conn = &faultyConn{Conn: nc}
+				return conn, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := func(ctx context.Context) {
+				t.Helper()
+				out := make([]store.ShardReply, 1)
+				s.ReadShards(ctx, []store.ShardRead{{Kind: store.ReadCard, Key: key}}, false, out)
+			}
+			slots := func() error {
+				//lint:ignore SA1019 CLUSTER SLOTS is what go-redis's cluster client reloads its slot map with: the command under test.
+				return node.ClusterSlots(ctxT(t, 5*time.Second)).Err()
+			}
+			read(ctx)
+			if err := slots(); err != nil {
+				t.Fatalf("CLUSTER SLOTS to %s before the failure: %v", x, err)
+			}
+
+			mu.Lock()
+			rc := conn
+			mu.Unlock()
+			read(tc.fail(t, s, rc, x, y))
+			if v := counterVecValue(t, reg, directReads, "transport", store.TransportRueidis); v != 2 {
+				t.Fatalf("%s{rueidis} = %v, want 2: the failing read did not go through rueidis", directReads, v)
+			}
+			err = slots()
+			switch {
+			case tc.wantSkip && (err == nil || !strings.Contains(err.Error(), "not asked for the slot map")):
+				t.Fatalf("CLUSTER SLOTS to %s right after its rueidis read failed: %v; want it refused (%s left out of the reload)", x, err, x)
+			case !tc.wantSkip && err != nil:
+				t.Fatalf("CLUSTER SLOTS to %s: %v; want an answer (this failure says nothing about %s)", x, err, x)
+			}
+		})
+	}
 }

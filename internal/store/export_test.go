@@ -1,6 +1,11 @@
 package store
 
-import "time"
+import (
+	"context"
+	"net"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // AliasDirect makes the reads of the master at from use the rueidis
 // client of the master at to (both connected): every command of them is
@@ -18,13 +23,35 @@ func AliasDirect(s *Store, from, to string) (undo func()) {
 	}
 }
 
-// ForgetBroken ends every master's retry interval after a connection
-// failure of its rueidis client (directClient.brokeAt), as if it had passed.
+// ForgetBroken ends every master's retry interval after a failure
+// (directClient.brokeAt, the master's NodeHealth record), as if it had passed.
 func ForgetBroken(s *Store) {
 	d := s.direct
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, dc := range d.clients {
-		dc.brokeAt = time.Time{}
+		dc.brokeAt.Store(0)
 	}
+}
+
+// DialDirect replaces the rueidis client of node's master (closing the one
+// it had) with one dialled as the store dials them, but through dial.
+func DialDirect(s *Store, node *redis.Client, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
+	o := *node.Options()
+	o.Dialer = dial
+	d := s.direct
+	dc := d.newClient(o.Addr)
+	dc.ready = make(chan struct{})
+	d.wg.Add(1)
+	d.dial(dc, &o)
+	if dc.err != nil {
+		return dc.err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if was := d.clients[o.Addr]; was != nil && was.c != nil {
+		was.c.Close()
+	}
+	d.clients[o.Addr] = dc
+	return nil
 }

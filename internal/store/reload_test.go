@@ -7,11 +7,12 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 )
 
 // hungNode accepts connections and reads whatever is sent, never answering
@@ -70,15 +71,16 @@ func clusterSlots(c *redis.Client) error {
 	return c.ClusterSlots(context.Background()).Err()
 }
 
-// hooked is a one-connection client of addr with the cluster node hook.
-func hooked(t *testing.T, addr string, readTimeout time.Duration) *redis.Client {
+// hooked is a one-connection client of addr with the cluster node hook,
+// which keeps addr's record in health.
+func hooked(t *testing.T, addr string, readTimeout time.Duration, health *NodeHealth) *redis.Client {
 	t.Helper()
 	// The cluster client only receives reload requests: nothing listens there.
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, DialTimeout: 100 * time.Millisecond})
 	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout, PoolSize: 1, ContextTimeoutEnabled: true,
 		MaxRetries: -1, Protocol: 2, DisableIdentity: true})
 	c.AddHook(reloadOnDialError{cluster: cc, log: slog.New(slog.DiscardHandler), addr: addr,
-		failedAt: new(atomic.Int64), slotsTimeout: 200 * time.Millisecond})
+		failedAt: health.record(addr), slotsTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close(); _ = cc.Close() })
 	return c
 }
@@ -94,7 +96,7 @@ func TestSlotMapReloadPassesAHungNode(t *testing.T) {
 	// Its one connection is stuck in a command: the slot-map query ends at
 	// its own deadline, not after go-redis's pool timeout (read timeout +
 	// 1 s), and then the node is left out.
-	c := hooked(t, addr, 5*time.Second)
+	c := hooked(t, addr, 5*time.Second, new(NodeHealth))
 	stuck := make(chan error, 1)
 	go func() { stuck <- c.Ping(context.Background()).Err() }()
 	for i := 0; received() == ""; i++ { // its handshake (HELLO), then PING
@@ -113,7 +115,7 @@ func TestSlotMapReloadPassesAHungNode(t *testing.T) {
 	}
 
 	// A command that timed out (not a slot-map query) marks the node too.
-	d := hooked(t, addr, 100*time.Millisecond)
+	d := hooked(t, addr, 100*time.Millisecond, new(NodeHealth))
 	if err := d.Get(context.Background(), "k").Err(); err == nil {
 		t.Fatal("GET on a hung node answered")
 	}
@@ -127,4 +129,34 @@ func TestSlotMapReloadPassesAHungNode(t *testing.T) {
 	}
 	_ = c.Close()
 	<-stuck
+}
+
+// upClient stands for a connected rueidis client; get only hands it out.
+type upClient struct{ rueidis.Client }
+
+// TestNodeHealthSharedByTransports: go-redis's node client and the rueidis
+// read transport keep one failure record per node. A command go-redis sent
+// to a hung master timed out: for the retry interval that master's reads
+// skip its rueidis client (errBroken: they go through go-redis), as after a
+// failure of the rueidis client itself. (The other way round, a rueidis
+// failure keeping the node out of go-redis's slot-map reload:
+// TestRueidisFailureKeepsNodeOutOfSlotReload.)
+func TestNodeHealthSharedByTransports(t *testing.T) {
+	t.Parallel()
+	addr, _ := hungNode(t)
+	health := new(NodeHealth)
+	c := hooked(t, addr, 100*time.Millisecond, health)
+	d := newDirectClients(slog.New(slog.DiscardHandler), prometheus.NewCounter(prometheus.CounterOpts{Name: "dial_errors"}), health)
+	dc := d.newClient(addr)
+	dc.c = upClient{}
+	d.clients[addr] = dc
+	if rc, _, err := d.get(c); rc == nil || err != nil {
+		t.Fatalf("rueidis client of a master that never failed: %v, %v", rc, err)
+	}
+	if err := c.Get(context.Background(), "k").Err(); !timedOut(err) {
+		t.Fatalf("GET on a hung node: %v, want a timeout", err)
+	}
+	if rc, _, err := d.get(c); rc != nil || !errors.Is(err, errBroken) {
+		t.Fatalf("rueidis client right after go-redis timed out on its master: %v, %v; want %v", rc, err, errBroken)
+	}
 }

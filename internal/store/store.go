@@ -45,6 +45,13 @@ type Options struct {
 	// transport (one span per round trip to a master, TracerName) as
 	// ClientOptions.TracerProvider traces go-redis's.
 	TracerProvider trace.TracerProvider
+	// Health: the NodeHealth given to NewClient for rw (ClientOptions.Health).
+	// A rueidis read that meets a network error or timeout records its
+	// master there, which keeps that master out of rw's next slot-map
+	// reload; and the rueidis transport leaves a master that rw's node
+	// clients saw fail just now to go-redis. nil: a record of the Store's
+	// own, which rw's reloads do not read.
+	Health *NodeHealth
 }
 
 // TracerName is the instrumentation scope of the rueidis transport's spans.
@@ -101,7 +108,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m.directDialErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "rankgate_redis_direct_dial_errors_total",
-		Help: "Failures of a master's rueidis read client (read transport rueidis): a failed dial, or a read that met a network error or timeout on its connection; for a second after either its reads go through go-redis, then the client is used (or dialled) again.",
+		Help: "Failures of a master's rueidis read client (read transport rueidis): a failed dial, or a read that met a network error or timeout on its connection; for a second after either (or after go-redis's client of that master timed out or failed to dial) its reads go through go-redis, then the client is used (or dialled) again.",
 	})
 	m.directReads.WithLabelValues(TransportRueidis)
 	m.directReads.WithLabelValues(TransportGoRedis)
@@ -148,7 +155,11 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	st := &Store{rw: rw, ro: ro, timeout: o.Timeout, waitN: o.WaitReplicas, waitT: o.WaitTimeout, log: o.Logger, m: m}
 	switch o.ReadTransport {
 	case "", TransportRueidis:
-		st.direct = newDirectClients(o.Logger, m.directDialErrors)
+		health := o.Health
+		if health == nil {
+			health = new(NodeHealth)
+		}
+		st.direct = newDirectClients(o.Logger, m.directDialErrors, health)
 		if o.TracerProvider != nil {
 			st.tracer = o.TracerProvider.Tracer(TracerName)
 		}

@@ -115,9 +115,10 @@ func New(tb testing.TB, o Options) *Stack {
 	if err != nil {
 		tb.Fatalf("teststack: config: %v", err)
 	}
+	health := new(store.NodeHealth) // the client's and the store's, as the gateway shares it
 	c, err := store.NewClient(store.ClientOptions{Addrs: addrs, Cluster: true, DialTimeout: 2 * time.Second,
 		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, ReloadInterval: time.Second,
-		TracerProvider: o.TracerProvider})
+		TracerProvider: o.TracerProvider, Health: health})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func New(tb testing.TB, o Options) *Stack {
 		tb.Fatalf("teststack: preload: %v", err)
 	}
 	reg := prometheus.NewRegistry()
-	st, err := store.New(c, nil, store.Options{Timeout: 3 * time.Second, Registerer: reg, TracerProvider: o.TracerProvider})
+	st, err := store.New(c, nil, store.Options{Timeout: 3 * time.Second, Registerer: reg, TracerProvider: o.TracerProvider, Health: health})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -144,7 +144,8 @@ func run(o options) error {
 	if len(b1.keys) != 1 {
 		return fmt.Errorf("family %s has %d shards, want 1", o.fam1, len(b1.keys))
 	}
-	rc, err := store.NewClient(store.ClientOptions{Addrs: cfg.Redis.Addrs, PoolSize: 4 * o.workers, Cluster: len(cfg.Redis.Addrs) > 1})
+	health := new(store.NodeHealth) // the client's and the stores', as the gateway shares it
+	rc, err := store.NewClient(store.ClientOptions{Addrs: cfg.Redis.Addrs, PoolSize: 4 * o.workers, Cluster: len(cfg.Redis.Addrs) > 1, Health: health})
 	if err != nil {
 		return err
 	}
@@ -152,7 +153,7 @@ func run(o options) error {
 	ctx := context.Background()
 	// Record each period as a gateway's first write would, so the gateway
 	// reads the boards' shard counts once, not on every request.
-	st, err := store.New(rc, nil, store.Options{})
+	st, err := store.New(rc, nil, store.Options{Health: health})
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func run(o options) error {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * o.workers, MaxConnsPerHost: 4 * o.workers}, Timeout: 10 * time.Second}
 	ms := measurements(o, hc, rc, st, b16, b1)
 	if o.compare != "" {
-		stB, err := store.New(rc, nil, store.Options{ReadTransport: o.compareTransport})
+		stB, err := store.New(rc, nil, store.Options{ReadTransport: o.compareTransport, Health: health})
 		if err != nil {
 			return err
 		}
