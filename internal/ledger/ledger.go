@@ -383,13 +383,18 @@ type errRow struct{ err error }
 func (r errRow) Scan(...any) error { return r.err }
 
 func (l *Ledger) inBatchTxOnce(ctx context.Context, op, eventID string, fn func(txq) error) (err error) {
+	// Every attempt observes the stages it reached, failed or not (a retried
+	// transaction's first try, a cancelled caller's wait), so the stages
+	// account for all the attempts' time (rollbacks aside). No outcome
+	// label: rankgate_ledger_tx_retries_total counts the failed tries
+	// (TestTxStagesObserveFailedAttempts).
 	t0 := time.Now()
 	c, err := l.pool.acquire(ctx)
+	t1 := time.Now()
+	l.m.txStage.WithLabelValues(op, "acquire").Observe(t1.Sub(t0).Seconds())
 	if err != nil {
 		return err
 	}
-	t1 := time.Now()
-	l.m.txStage.WithLabelValues(op, "acquire").Observe(t1.Sub(t0).Seconds())
 	// A connection left inside a transaction (a failed rollback) is
 	// destroyed by Release, never reused.
 	defer c.Release()
@@ -401,11 +406,12 @@ func (l *Ledger) inBatchTxOnce(ctx context.Context, op, eventID string, fn func(
 			cancel()
 		}
 	}()
-	if err = fn(tx); err != nil {
-		return err
-	}
+	err = fn(tx)
 	t2 := time.Now()
 	l.m.txStage.WithLabelValues(op, "statements").Observe(t2.Sub(t1).Seconds())
+	if err != nil {
+		return err
+	}
 	if l.beforeCommit != nil {
 		l.beforeCommit(op, eventID)
 	}

@@ -355,6 +355,78 @@ func TestOpenOptions(t *testing.T) {
 	})
 }
 
+// stageCount is how many attempts of op observed stage.
+func stageCount(t *testing.T, l *Ledger, op, stage string) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := l.m.txStage.WithLabelValues(op, stage).(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+// Every attempt of a group's transaction observes the stages it reached,
+// failed or not, so a retried transaction's first try shows in
+// rankgate_ledger_tx_stage_seconds too.
+func TestTxStagesObserveFailedAttempts(t *testing.T) {
+	t.Parallel()
+	needDB(t)
+	tests := []struct {
+		name string
+		// run records what the case needs and returns RecordGroup's error.
+		run       func(t *testing.T, l *Ledger) error
+		wantErr   error
+		twoTrips  float64 // record_group_two_trips retries
+		wantStage map[string]uint64
+	}{
+		{
+			// A recorded event in the group: the one round trip's statements
+			// fail (errTwoTrips, rolled back), the second attempt commits.
+			name: "statements of a rolled back first try",
+			run: func(t *testing.T, l *Ledger) error {
+				if _, err := l.Record(t.Context(), sumEv("e1", "f", "u1", 1), sumTie); err != nil {
+					t.Fatal(err)
+				}
+				_, err := l.RecordGroup(t.Context(), []GroupEvent{{Event: sumEv("e1", "f", "u1", 1), Rules: sumTie},
+					{Event: sumEv("e2", "f", "u2", 1), Rules: sumTie}})
+				return err
+			},
+			twoTrips:  1,
+			wantStage: map[string]uint64{"acquire": 2, "statements": 2, "commit": 1},
+		},
+		{
+			// The caller gave up: the pool refuses the connection at once.
+			name: "acquire of a cancelled caller",
+			run: func(t *testing.T, l *Ledger) error {
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel()
+				_, err := l.RecordGroup(ctx, []GroupEvent{{Event: sumEv("e1", "f", "u1", 1), Rules: sumTie},
+					{Event: sumEv("e2", "f", "u2", 1), Rules: sumTie}})
+				return err
+			},
+			wantErr:   context.Canceled,
+			wantStage: map[string]uint64{"acquire": 1, "statements": 0, "commit": 0},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l := openTest(t)
+			if err := tc.run(t, l); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("RecordGroup: %v, want %v", err, tc.wantErr)
+			}
+			if n := counter(t, l, "record_group_two_trips"); n != tc.twoTrips {
+				t.Errorf("record_group_two_trips retries = %v, want %v", n, tc.twoTrips)
+			}
+			for stage, want := range tc.wantStage {
+				if n := stageCount(t, l, "record_group", stage); n != want {
+					t.Errorf("rankgate_ledger_tx_stage_seconds{op=record_group,stage=%s} observed %d times, want %d", stage, n, want)
+				}
+			}
+		})
+	}
+}
+
 func TestNormalize(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
