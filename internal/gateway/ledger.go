@@ -187,6 +187,7 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan, done func()) []
 	results := make([]ledger.GroupResult, len(plans))
 	if len(plans) == 1 && plans[0].ev.Reverses != "" {
 		results[0].Outcome, results[0].Err = s.ledger.Record(ctx, ledgerEvent(plans[0]), plans[0].fam.ledgerRules())
+		s.m.groupStage.WithLabelValues("record").Observe(time.Since(start).Seconds())
 	} else {
 		evs := make([]ledger.GroupEvent, len(plans))
 		for i, p := range plans {

@@ -551,35 +551,59 @@ func TestLedgerTwoGatewaysSameIDs(t *testing.T) {
 }
 
 // A ledger-mode write observes its stages: the request's queue wait, the
-// group's transaction, projection and whole run, and the group's size.
+// group's transaction, projection and whole run, and the group's size. A
+// reversal commits alone, outside the queue, and observes the others.
 func TestLedgerGroupStageMetrics(t *testing.T) {
 	t.Parallel()
-	reg := prometheus.NewRegistry()
-	l := openTestLedger(t)
-	svc := newClusterServiceWith(t, ledgerFamilies, func(o *Options, _ *store.Store) {
-		o.Ledger, o.Registerer = l, reg
-	})
-	if _, err := svc.ApplyEvent(t.Context(), Event{EventID: "e1", Family: "f", User: "u1", Delta: ptr(int64(5))}); err != nil {
-		t.Fatal(err)
+	award := Event{EventID: "e1", Family: "f", User: "u1", Delta: ptr(int64(5))}
+	tests := []struct {
+		name string
+		evs  []Event
+		want map[string]uint64 // series → observations
+	}{
+		{"an award", []Event{award}, map[string]uint64{
+			"rankgate_ledger_group_stage_seconds/queue": 1, "rankgate_ledger_group_stage_seconds/record": 1,
+			"rankgate_ledger_group_stage_seconds/project": 1, "rankgate_ledger_group_stage_seconds/group": 1,
+			"rankgate_ledger_group_events": 1,
+		}},
+		{"an award and its reversal", []Event{award, {EventID: "r1", Family: "f", User: "u1", Reverses: "e1"}}, map[string]uint64{
+			"rankgate_ledger_group_stage_seconds/queue": 1, "rankgate_ledger_group_stage_seconds/record": 2,
+			"rankgate_ledger_group_stage_seconds/project": 2, "rankgate_ledger_group_stage_seconds/group": 2,
+			"rankgate_ledger_group_events": 2,
+		}},
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]uint64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			key := mf.GetName()
-			for _, lp := range m.GetLabel() {
-				key += "/" + lp.GetValue()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			reg := prometheus.NewRegistry()
+			l := openTestLedger(t)
+			svc := newClusterServiceWith(t, ledgerFamilies, func(o *Options, _ *store.Store) {
+				o.Ledger, o.Registerer = l, reg
+			})
+			for _, ev := range tc.evs {
+				if res, err := svc.ApplyEvent(t.Context(), ev); err != nil || res.Duplicate {
+					t.Fatalf("%s: %+v, %v", ev.EventID, res, err)
+				}
 			}
-			got[key] = m.GetHistogram().GetSampleCount()
-		}
-	}
-	for _, k := range []string{"rankgate_ledger_group_stage_seconds/queue", "rankgate_ledger_group_stage_seconds/record",
-		"rankgate_ledger_group_stage_seconds/project", "rankgate_ledger_group_stage_seconds/group", "rankgate_ledger_group_events"} {
-		if got[k] != 1 {
-			t.Errorf("%s observed %d times, want 1 (all: %v)", k, got[k], got)
-		}
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]uint64{}
+			for _, mf := range mfs {
+				for _, m := range mf.GetMetric() {
+					key := mf.GetName()
+					for _, lp := range m.GetLabel() {
+						key += "/" + lp.GetValue()
+					}
+					got[key] = m.GetHistogram().GetSampleCount()
+				}
+			}
+			for k, want := range tc.want {
+				if got[k] != want {
+					t.Errorf("%s observed %d times, want %d (all: %v)", k, got[k], want, got)
+				}
+			}
+		})
 	}
 }

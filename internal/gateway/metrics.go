@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"op", "source", "outcome"}),
 		groupStage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "rankgate_ledger_group_stage_seconds",
-			Help:    "Ledger mode's write path by stage: queue (a request's wait from submission until its group starts: linger and the group ahead), record (the group's ledger transaction, pool wait included), project (its Redis projection round trip), group (the whole group, queue excluded).",
+			Help:    "Ledger mode's write path by stage: queue (a request's wait from submission until its group starts: linger and the group ahead), record (the group's ledger transaction, or a reversal's, pool wait included), project (its Redis projection round trip), group (the whole group, queue excluded).",
 			Buckets: []float64{.0005, .001, .002, .004, .007, .01, .015, .02, .03, .05, .075, .1, .15, .25, .5, 1, 2.5},
 		}, []string{"stage"}),
 		groupEvents: prometheus.NewHistogram(prometheus.HistogramOpts{
