@@ -87,8 +87,16 @@ cpu() { # mode → "gateway postgres redis" ticks
 }
 # The ledger gateway's stage histograms (rankgate_ledger_group_stage_seconds,
 # rankgate_ledger_tx_stage_seconds, …) around every run; stages.sh turns two
-# of them into quantiles of the run.
-metrics() { [[ $1 == ledger ]] && curl -fsS --max-time 10 "$(url ledger)/metrics" | grep '^rankgate_ledger_' || true; }
+# of them into quantiles of the run. An empty scrape (a wrong port, the
+# metrics renamed) is a warning on stderr, and stages.sh refuses to print a
+# table of it (the summary says so).
+metrics() {
+	[[ $1 == ledger ]] || return 0
+	local out
+	out=$(curl -fsS --max-time 10 "$(url ledger)/metrics" | grep '^rankgate_ledger_') ||
+		echo "bench-ledger: WARNING: no rankgate_ledger_ metrics at $(url ledger)/metrics: the ledger stage quantiles will be missing" >&2
+	[[ -z $out ]] || printf '%s\n' "$out"
+}
 # run phase mode round args… → $OUT/phase/mode-rN/gateway.json, …/mode-rN.cpu (ticks before, after)
 run() {
 	local phase=$1 mode=$2 round=$3
@@ -174,7 +182,9 @@ has open && both open -mode open -rate "$OPEN_RATE" -mix event=1
 		echo
 		echo "Ledger stages in the open loop (quantiles from the histograms' deltas over the rounds, bucket upper bounds):"
 		echo
-		deploy/tools/stages.sh "$OUT"/open/ledger-r*.before.prom -- "$OUT"/open/ledger-r*.after.prom
+		deploy/tools/stages.sh -w rankgate_ledger_group_stage_seconds -w rankgate_ledger_tx_stage_seconds \
+			"$OUT"/open/ledger-r*.before.prom -- "$OUT"/open/ledger-r*.after.prom ||
+			echo "**No stage quantiles from the ledger gateway's scrapes ($OUT/open/ledger-r*.prom): see the WARNING on stderr.**"
 		echo
 		printf 'open loop %s/s: single-event p99 ledger ÷ Redis-only = **%s ×** (goal ≤ 3 ×)\n' "$OPEN_RATE" \
 			"$(ratio "$(stat open ledger p99_ms)" "$(stat open redis p99_ms)")"

@@ -5,14 +5,31 @@
 # "before" files (one pair per run), and printed per series as a Markdown row:
 # count, mean, and the p50 / p90 / p99 / p99.9 bucket upper bounds (ms).
 # Used by deploy/bench-ledger.sh for the ledger's stage histograms.
+#   -w NAME   (repeatable) a histogram the scrapes must hold observations of
+# Nothing to show — unreadable or empty scrapes (a wrong port), no histogram
+# observed between them, a -w histogram missing (renamed) — is a WARNING on
+# stderr and exit status 1, with no table on stdout.
 set -euo pipefail
+warn() { echo "stages.sh: WARNING: $*" >&2; }
+want=()
+while (($#)) && [[ $1 == -w ]]; do
+	(($# >= 2)) || { echo "usage: $0 [-w histogram]… before… -- after…" >&2; exit 2; }
+	want+=("$2"); shift 2
+done
 before=()
 while (($#)) && [[ $1 != -- ]]; do before+=("$1"); shift; done
 shift || true
-(($#)) || { echo "usage: $0 before… -- after…" >&2; exit 2; }
-echo "| series | count | mean ms | p50 ≤ ms | p90 ≤ | p99 ≤ | p99.9 ≤ |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
-{
+(($#)) || { echo "usage: $0 [-w histogram]… before… -- after…" >&2; exit 2; }
+samples=0
+for f in "${before[@]}" "$@"; do
+	[[ -r $f ]] || { warn "cannot read scrape $f; no stage quantiles"; exit 1; }
+	samples=$((samples + $(grep -cv '^[[:space:]]*\(#\|$\)' "$f" || true)))
+done
+if ((samples == 0)); then
+	warn "all $(($# + ${#before[@]})) scrapes are empty (e.g. $1): wrong port, gateway down, or metrics renamed? No stage quantiles."
+	exit 1
+fi
+rows=$({
 	for f in "${before[@]}"; do sed 's/^/- /' "$f"; done
 	for f in "$@"; do sed 's/^/+ /' "$f"; done
 } | awk '
@@ -40,4 +57,20 @@ END {
 		if (isms) printf "| %s | %d | %.2f | %s | %s | %s | %s |\n", s, cnt[s], m * 1000, ms(q(s, .5)), ms(q(s, .9)), ms(q(s, .99)), ms(q(s, .999))
 		else printf "| %s | %d | %.2f (not ms) | %s | %s | %s | %s |\n", s, cnt[s], m, q(s, .5), q(s, .9), q(s, .99), q(s, .999)
 	}
-}' | sort
+}' | sort)
+if [[ -z $rows ]]; then
+	warn "no histogram observed anything between the scrapes ($samples samples read): idle runs, or metrics renamed? No stage quantiles."
+	exit 1
+fi
+missing=0
+for w in "${want[@]}"; do
+	grep -qE "^\| $w(\{| )" <<<"$rows" || { warn "no observations of $w in the scrapes (renamed?)"; missing=1; }
+done
+if ((missing)); then
+	warn "histograms observed: $(cut -d' ' -f2 <<<"$rows" | sed 's/{.*//' | sort -u | paste -sd' ')"
+	warn "no stage quantiles printed"
+	exit 1
+fi
+echo "| series | count | mean ms | p50 ≤ ms | p90 ≤ | p99 ≤ | p99.9 ≤ |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "$rows"

@@ -1,8 +1,12 @@
 package config
 
 import (
+	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -106,5 +110,86 @@ func readYAML(t *testing.T, path string, v any) {
 	}
 	if err := yaml.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestStagesScript: deploy/tools/stages.sh (make bench-ledger's stage
+// quantiles) prints a histogram's quantiles between two scrapes, and when the
+// scrapes hold nothing to show (a wrong port, a renamed metric) it warns on
+// stderr and exits 1 without printing a table.
+func TestStagesScript(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	const before = `rankgate_ledger_group_stage_seconds_bucket{stage="record",le="0.001"} 1
+rankgate_ledger_group_stage_seconds_bucket{stage="record",le="0.01"} 2
+rankgate_ledger_group_stage_seconds_bucket{stage="record",le="+Inf"} 2
+rankgate_ledger_group_stage_seconds_sum{stage="record"} 0.005
+rankgate_ledger_group_stage_seconds_count{stage="record"} 2
+rankgate_ledger_connections 3
+`
+	after := strings.NewReplacer(`"0.001"} 1`, `"0.001"} 3`, `"0.01"} 2`, `"0.01"} 6`, `"+Inf"} 2`, `"+Inf"} 6`,
+		"0.005", "0.02", `"record"} 2`, `"record"} 6`).Replace(before)
+	const row = `| rankgate_ledger_group_stage_seconds{stage="record"} | 4 | 3.75 | 1 | 10 | 10 | 10 |`
+	tests := []struct {
+		name          string
+		want          []string // -w histograms
+		before, after string
+		wantRC        int
+		wantOut       string // a line of stdout ("" none: stdout empty)
+		wantErr       string // in stderr ("" none: stderr empty)
+	}{
+		{"a histogram observed", []string{"rankgate_ledger_group_stage_seconds"}, before, after, 0, row, ""},
+		{"empty scrapes (a wrong port)", nil, "", "", 1, "", "WARNING: all 2 scrapes are empty"},
+		{"a wanted histogram missing (renamed)", []string{"rankgate_ledger_group_stage_seconds", "rankgate_ledger_tx_stage_seconds"},
+			before, after, 1, "", "WARNING: no observations of rankgate_ledger_tx_stage_seconds"},
+		{"nothing observed between the scrapes", nil, before, before, 1, "", "WARNING: no histogram observed anything"},
+	}
+	script, err := filepath.Abs("../../deploy/tools/stages.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			b, a := filepath.Join(dir, "r1.before.prom"), filepath.Join(dir, "r1.after.prom")
+			if err := os.WriteFile(b, []byte(tc.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(a, []byte(tc.after), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{script}
+			for _, w := range tc.want {
+				args = append(args, "-w", w)
+			}
+			cmd := exec.CommandContext(t.Context(), "bash", append(args, b, "--", a)...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			rc := 0
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+				rc = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if rc != tc.wantRC {
+				t.Errorf("exit status %d, want %d (stdout %q, stderr %q)", rc, tc.wantRC, stdout.String(), stderr.String())
+			}
+			switch out := stdout.String(); {
+			case tc.wantOut == "" && out != "":
+				t.Errorf("stdout %q, want nothing (no table)", out)
+			case tc.wantOut != "" && !slices.Contains(strings.Split(out, "\n"), tc.wantOut):
+				t.Errorf("stdout %q, want the line %q", out, tc.wantOut)
+			}
+			switch e := stderr.String(); {
+			case tc.wantErr == "" && e != "":
+				t.Errorf("stderr %q, want nothing", e)
+			case !strings.Contains(e, tc.wantErr):
+				t.Errorf("stderr %q, want %q in it", e, tc.wantErr)
+			}
+		})
 	}
 }
