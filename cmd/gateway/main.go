@@ -78,6 +78,7 @@ type flags struct {
 	logLevel   string
 	logFormat  string
 	ready      string
+	pprof      string
 }
 
 // parseFlags parses the flags every subcommand takes, plus those that own
@@ -96,6 +97,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.StringVar(&f.logLevel, "log-level", envOr(getenv, "RANKGATE_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", envOr(getenv, "RANKGATE_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&f.ready, "ready-file", "", "write the bound address to this file once serving (for tests and scripts)")
+	fs.StringVar(&f.pprof, "pprof", getenv("RANKGATE_PPROF_ADDR"), "serve net/http/pprof on this address, apart from the API (e.g. 127.0.0.1:6060; env RANKGATE_PPROF_ADDR; off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, nil, err
 	}
@@ -332,6 +334,13 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		Handler: h, ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout, ReadTimeout: cfg.Server.ReadTimeout,
 		WriteTimeout: cfg.Server.WriteTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if f.pprof != "" {
+		_, stopPprof, err := servePprof(f.pprof, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
 	}
 	mode := svc.Mode()
 	log.Info("rankgate serving", "addr", ln.Addr().String(), "redis", cfg.Redis.Addrs, "families", cfg.FamilyNames, "mode", mode,

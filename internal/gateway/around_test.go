@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 )
 
@@ -86,6 +87,76 @@ func TestAroundFirstRankFromShardReplies(t *testing.T) {
 				t.Fatalf("%d count fan-outs for %d windows whose first entry ties with the one before: want some, and fewer", counted, tied)
 			}
 			t.Logf("%d windows whose first entry ties with the one before, %d needed a count fan-out", tied, counted)
+		})
+	}
+}
+
+// TestAroundAsksCrowdedShardsAgain: around-me asks each shard for
+// readplan.FirstDepth(radius+1, n) entries on either side first (3 of 6 at
+// radius 5 on 16 shards); a shard that gave them all and could hold more of
+// the window is asked again, whole (seek.lua's around mode). On a 16-shard
+// board of the real cluster where runs of 8 consecutive members live on one
+// shard, every window at radius 3, 5 and 10 equals the reference entry by
+// entry (a first round alone would leave holes where a run meets the
+// window), and the second round was taken — for some windows, not all.
+func TestAroundAsksCrowdedShardsAgain(t *testing.T) {
+	t.Parallel()
+	for _, order := range []string{"desc", "asc"} {
+		t.Run(order, func(t *testing.T) {
+			t.Parallel()
+			fam := fmt.Sprintf("  a:\n    aggregate: sum\n    order: %s\n    tie: member\n    rank: competition\n    period: all\n    max_points: 100000\n    dimensions:\n      national: {shards: 16}\n", order)
+			var cr *countReads
+			svc := newClusterServiceWith(t, fam, func(o *Options, st *store.Store) {
+				cr = &countReads{Backend: st, kind: store.ReadSeek}
+				o.Backend = cr
+			})
+			ctx := context.Background()
+			var crowd, spread []string // members of shard 3, of any other shard
+			for j := 0; len(crowd) < 64 || len(spread) < 64; j++ {
+				u := fmt.Sprintf("u%04d", j)
+				if shard.Of(u, 16) == 3 {
+					crowd = append(crowd, u)
+				} else {
+					spread = append(spread, u)
+				}
+			}
+			ref := newRef(order == "asc", false, true)
+			for k := 0; k < 128; k++ {
+				var u string
+				if k/8%2 == 0 { // positions 0-7, 16-23, …: a run on shard 3
+					u, crowd = crowd[0], crowd[1:]
+				} else {
+					u, spread = spread[0], spread[1:]
+				}
+				p := int64(50000 - 3*k)
+				if order == "asc" {
+					p = int64(1000 + 3*k)
+				}
+				if _, err := svc.ApplyEvent(ctx, sumEv("e"+u, "a", u, p, nil)); err != nil {
+					t.Fatal(err)
+				}
+				ref.add(u, p, 0)
+			}
+			want := ref.sorted()
+			windows, asked := 0, 0
+			for p := range want {
+				for _, r := range []int{3, 5, 10} {
+					before := cr.n.Load()
+					page, err := svc.Around(ctx, nationalRef("a", "all"), want[p].user, r, primaryRead)
+					if err != nil {
+						t.Fatalf("around %s r=%d: %v", want[p].user, r, err)
+					}
+					windows++
+					if cr.n.Load() > before {
+						asked++
+					}
+					sameEntries(t, fmt.Sprintf("around %s (position %d) r=%d", want[p].user, p, r), page.Entries, want[max(0, p-r):min(len(want), p+r+1)])
+				}
+			}
+			if asked == 0 || asked == windows {
+				t.Fatalf("%d of %d windows asked a shard again: want some, not all", asked, windows)
+			}
+			t.Logf("%d of %d windows asked a shard again", asked, windows)
 		})
 	}
 }

@@ -554,6 +554,16 @@ type Window struct {
 // score); a shard whose points group is too large to read whole is asked
 // again with seek.lua's around mode (the member's place found once by the
 // tie-group binary search).
+//
+// Like SeekAll, the native reads ask each shard for FirstDepth(radius+1, n)
+// entries on either side, not radius+1: the window's 2·radius+1 entries come
+// from many shards. A shard that gave all it was asked for on a side and
+// could still hold entries of the window there — all of them lie within the
+// merged window, or (families without sort columns) its farthest entry
+// before the member still has the window's first points, where
+// Window.FirstMore needs every such entry — is asked again, whole, with
+// seek.lua's around mode at radius+1 (deeper). So depth trades a rare round
+// trip for entries read, never exactness.
 func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encoding, score int64, user string, radius int) (Window, error) {
 	n := b.N()
 	it := rank.Item{Score: score, Member: user}
@@ -561,27 +571,42 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 	a.Mode, a.Score, a.Member, a.Limit = store.SeekAround, score, user, radius+1
 	script := func(i int) store.ShardRead { return store.ShardRead{Kind: store.ReadSeek, Key: b.Keys[i], Seek: a} }
 	place := []store.Probe{probeOf(enc, it)}
+	depth := FirstDepth(radius+1, n)
 	reads := make([]store.ShardRead, n)
 	for i := range reads {
 		if r.Scripts {
 			reads[i] = script(i)
 			continue
 		}
-		reads[i] = store.ShardRead{Kind: store.ReadWindow, Key: b.Keys[i], Probes: place, Seek: store.SeekArgs{Limit: radius + 1}, Band: r.Band}
+		reads[i] = store.ShardRead{Kind: store.ReadWindow, Key: b.Keys[i], Probes: place, Seek: store.SeekArgs{Limit: depth}, Band: r.Band}
 	}
 	res, missing, err := r.Fanout(ctx, op, b, AllShards(n), reads)
 	if err != nil {
 		return Window{}, err
 	}
+	// limits[i]: how many entries on either side shard i was asked for.
+	limits := make([]int, n)
+	for i := range limits {
+		limits[i] = reads[i].Seek.Limit
+		if r.Scripts || res[i].Err == nil && res[i].Open {
+			limits[i] = radius + 1 // scriptAgain asks an open shard with a
+		}
+	}
 	if missing, err = r.scriptAgain(ctx, op, b, reads, res, missing, script); err != nil {
 		return Window{}, err
+	}
+	fetched := 0
+	if depth < radius+1 {
+		if missing, fetched, err = r.deeper(ctx, op, b, enc, res, limits, missing, radius, script); err != nil {
+			return Window{}, err
+		}
 	}
 	slices.Sort(missing)
 	missing = slices.Compact(missing)
 	ups, downs := make([][]rank.Item, 0, n), make([][]rank.Item, 0, n)
 	mores := make([]int64, 0, n)
+	lims := make([]int, 0, n)
 	var p, more int64
-	fetched := 0
 	for i := range res {
 		if res[i].Err != nil || res[i].Open {
 			continue // the shard is in missing
@@ -592,6 +617,7 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 		p += s.Start + int64(len(up)) // members ahead of self in shard i
 		more += s.More
 		mores = append(mores, s.More)
+		lims = append(lims, limits[i])
 		fetched += len(s.Items)
 	}
 	if r.Obs != nil {
@@ -607,24 +633,87 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 	items = append(append(append(items, upM...), rank.Item{Score: score, Member: user}), downM...)
 	w := Window{Items: items, Up: len(upM), First: p - int64(len(upM)), More: more, Prev: prev, Missing: missing}
 	if enc.Cols == nil {
-		w.FirstMore, w.FirstKnown = moreThanFirst(enc, a, items[0], ups, mores, radius+1)
+		w.FirstMore, w.FirstKnown = moreThanFirst(enc, a, items[0], ups, mores, lims)
 	}
 	return w, nil
 }
 
+// deeper is Around's second round: it asks again, with script(i) (seek.lua's
+// around mode at radius+1), every shard i that answered natively at
+// limits[i] < radius+1 and gave all limits[i] entries on a side where it
+// could still hold entries of the window (see Around), puts the answers in
+// res and sets their limits to radius+1; dropped counts the entries of the
+// first answers it replaced (read all the same). With AllowPartial a shard whose
+// second read failed joins missing and keeps its first answer (exact counts,
+// a prefix of its entries), as SeekAll does.
+func (r *Reader) deeper(ctx context.Context, op string, b *Board, enc rank.Encoding, res []store.ShardReply, limits, missing []int, radius int, script func(i int) store.ShardRead) (_ []int, dropped int, err error) {
+	n := len(res)
+	ups, downs := make([][]rank.Item, 0, n), make([][]rank.Item, 0, n)
+	for i := range res {
+		if res[i].Err != nil || res[i].Open {
+			continue
+		}
+		s := &res[i].Seek
+		ups, downs = append(ups, s.Items[:s.Before]), append(downs, s.Items[s.Before:])
+	}
+	upM := merge.Last(nil, ups, radius+1, rank.Before)
+	downM := merge.Merge(nil, downs, radius, rank.Before)
+	// hi: the least stored score with more points than the window's first
+	// entry as merged so far; a deeper read only moves that entry nearer the
+	// member (fewer points, a lower hi).
+	hi := int64(math.MaxInt64)
+	if enc.Cols == nil && len(upM) > 0 {
+		hi = enc.MinScoreAbove(enc.PointsOf(upM[max(0, len(upM)-radius)].Score))
+	}
+	var again []int
+	for i := range res {
+		if res[i].Err != nil || res[i].Open || limits[i] > radius {
+			continue
+		}
+		s, lim := &res[i].Seek, limits[i]
+		up, down := s.Items[:s.Before], s.Items[s.Before:]
+		upMore := len(up) == lim && (len(upM) <= radius || rank.Before(upM[0], up[0]) || up[0].Score < hi)
+		downMore := len(down) == lim && (len(downM) < radius || rank.Before(down[lim-1], downM[radius-1]))
+		if upMore || downMore {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return missing, 0, nil
+	}
+	reads := make([]store.ShardRead, len(again))
+	for j, i := range again {
+		reads[j] = script(i)
+	}
+	res2, missing2, err := r.Fanout(ctx, op+"_more", b, again, reads)
+	switch {
+	case err != nil && b.AllowPartial && ctx.Err() == nil:
+		return append(missing, again...), 0, nil // every re-asked shard failed: keep their first answers
+	case err != nil:
+		return nil, 0, err
+	}
+	for j, i := range again {
+		if res2[j].Err == nil {
+			dropped += len(res[i].Seek.Items)
+			res[i], limits[i] = res2[j], radius+1
+		}
+	}
+	return append(missing, missing2...), dropped, nil
+}
+
 // moreThanFirst counts the members with strictly more points than first
 // (the window's first entry) from each shard's entries before the member
-// (ups[k], farthest first, at most limit) and its count of members with
+// (ups[k], farthest first, at most limits[k]) and its count of members with
 // strictly more points than the member (mores[k], stored score ≥
 // *a.MoreMin): shard k's count is mores[k] less its entries whose points lie
 // between the member's (excluded) and first's (included). They are all in
-// ups[k] when the shard returned fewer than limit (nothing more lies before
-// the member there) or when its farthest entry already has more points than
-// first; otherwise known is false.
-func moreThanFirst(enc rank.Encoding, a store.SeekArgs, first rank.Item, ups [][]rank.Item, mores []int64, limit int) (n int64, known bool) {
+// ups[k] when the shard returned fewer than limits[k] (nothing more lies
+// before the member there) or when its farthest entry already has more
+// points than first; otherwise known is false.
+func moreThanFirst(enc rank.Encoding, a store.SeekArgs, first rank.Item, ups [][]rank.Item, mores []int64, limits []int) (n int64, known bool) {
 	lo, hi := *a.MoreMin, enc.MinScoreAbove(enc.PointsOf(first.Score))
 	for k, up := range ups {
-		if len(up) == limit && up[0].Score < hi {
+		if len(up) == limits[k] && up[0].Score < hi {
 			return 0, false
 		}
 		c := mores[k]
