@@ -394,7 +394,7 @@ func (b *Baseline) around(ctx context.Context, board int, user string, radius in
 		return nil, err
 	}
 	pb := b.plan(board, replica)
-	w, err := b.rp.Around(ctx, "around", pb, b.enc, it.Score, it.Member, radius)
+	w, err := b.rp.Around(ctx, "around", pb, b.enc, it.Score, it.Member, radius, b.mode == rank.Competition)
 	if err != nil {
 		return nil, err
 	}

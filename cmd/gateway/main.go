@@ -78,7 +78,6 @@ type flags struct {
 	logLevel   string
 	logFormat  string
 	ready      string
-	pprof      string
 }
 
 // parseFlags parses the flags every subcommand takes, plus those that own
@@ -97,7 +96,6 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.StringVar(&f.logLevel, "log-level", envOr(getenv, "RANKGATE_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", envOr(getenv, "RANKGATE_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&f.ready, "ready-file", "", "write the bound address to this file once serving (for tests and scripts)")
-	fs.StringVar(&f.pprof, "pprof", getenv("RANKGATE_PPROF_ADDR"), "serve net/http/pprof on this address, apart from the API (e.g. 127.0.0.1:6060; env RANKGATE_PPROF_ADDR; off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, nil, err
 	}
@@ -267,7 +265,10 @@ func newAuth(cfg *config.Config, getenv func(string) string, log *slog.Logger, r
 }
 
 func serve(ctx context.Context, now func() time.Time, args []string, getenv func(string) string, stderr io.Writer) error {
-	f, cfg, log, err := parseFlags("serve", args, getenv, stderr)
+	var pprofAddr string
+	f, cfg, log, err := parseFlags("serve", args, getenv, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&pprofAddr, "pprof", getenv("RANKGATE_PPROF_ADDR"), "serve net/http/pprof on this address, apart from the API (e.g. 127.0.0.1:6060; env RANKGATE_PPROF_ADDR; off when empty)")
+	})
 	if err != nil {
 		return err
 	}
@@ -326,6 +327,13 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 	if err != nil {
 		return err
 	}
+	if pprofAddr != "" {
+		_, stopPprof, err := servePprof(pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
@@ -335,18 +343,12 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		WriteTimeout: cfg.Server.WriteTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if f.pprof != "" {
-		_, stopPprof, err := servePprof(f.pprof, log)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-	}
 	mode := svc.Mode()
 	log.Info("rankgate serving", "addr", ln.Addr().String(), "redis", cfg.Redis.Addrs, "families", cfg.FamilyNames, "mode", mode,
 		"auth_tokens", len(cfg.Auth.Tokens))
 	if f.ready != "" {
 		if err := os.WriteFile(f.ready, []byte(ln.Addr().String()), 0o644); err != nil {
+			ln.Close()
 			return err
 		}
 	}

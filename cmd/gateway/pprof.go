@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"time"
 )
 
@@ -32,7 +33,11 @@ func servePprof(addr string, log *slog.Logger) (bound string, stop func(), err e
 			log.Warn("pprof listener stopped", "err", err)
 		}
 	}()
-	log.Info("pprof serving", "addr", ln.Addr().String())
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err != nil || !ap.Addr().IsLoopback() {
+		log.Warn("pprof serving on an address that is not loopback: profiles reveal internals and cost CPU; keep it private", "addr", ln.Addr().String())
+	} else {
+		log.Info("pprof serving", "addr", ln.Addr().String())
+	}
 	return ln.Addr().String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -482,7 +482,7 @@ func (s *Service) around(ctx context.Context, rc *readCtx, user string, radius i
 	if err != nil {
 		return Page{}, err
 	}
-	w, err := s.rp.Around(ctx, "around", rc.plan(s), rc.b.fam.enc, it.Score, it.Member, radius)
+	w, err := s.rp.Around(ctx, "around", rc.plan(s), rc.b.fam.enc, it.Score, it.Member, radius, rc.b.fam.mode == rank.Competition)
 	if err != nil {
 		return Page{}, err
 	}

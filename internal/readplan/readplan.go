@@ -559,12 +559,13 @@ type Window struct {
 // entries on either side, not radius+1: the window's 2·radius+1 entries come
 // from many shards. A shard that gave all it was asked for on a side and
 // could still hold entries of the window there — all of them lie within the
-// merged window, or (families without sort columns) its farthest entry
-// before the member still has the window's first points, where
-// Window.FirstMore needs every such entry — is asked again, whole, with
-// seek.lua's around mode at radius+1 (deeper). So depth trades a rare round
-// trip for entries read, never exactness.
-func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encoding, score int64, user string, radius int) (Window, error) {
+// merged window, or (firstMore) its farthest entry before the member still
+// has the window's first points, where Window.FirstMore needs every such
+// entry — is asked again, whole, with seek.lua's around mode at radius+1
+// (deeper). So depth trades a rare round trip for entries read, never
+// exactness. firstMore says the caller may use Window.FirstMore (competition
+// ranks); without it Window.FirstKnown is whatever the replies say.
+func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encoding, score int64, user string, radius int, firstMore bool) (Window, error) {
 	n := b.N()
 	it := rank.Item{Score: score, Member: user}
 	a := MoreThan(enc, it)
@@ -597,7 +598,7 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 	}
 	fetched := 0
 	if depth < radius+1 {
-		if missing, fetched, err = r.deeper(ctx, op, b, enc, res, limits, missing, radius, script); err != nil {
+		if missing, fetched, err = r.deeper(ctx, op, b, enc, it, res, limits, missing, radius, firstMore, script); err != nil {
 			return Window{}, err
 		}
 	}
@@ -641,12 +642,21 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 // deeper is Around's second round: it asks again, with script(i) (seek.lua's
 // around mode at radius+1), every shard i that answered natively at
 // limits[i] < radius+1 and gave all limits[i] entries on a side where it
-// could still hold entries of the window (see Around), puts the answers in
-// res and sets their limits to radius+1; dropped counts the entries of the
-// first answers it replaced (read all the same). With AllowPartial a shard whose
-// second read failed joins missing and keeps its first answer (exact counts,
-// a prefix of its entries), as SeekAll does.
-func (r *Reader) deeper(ctx context.Context, op string, b *Board, enc rank.Encoding, res []store.ShardReply, limits, missing []int, radius int, script func(i int) store.ShardRead) (_ []int, dropped int, err error) {
+// could still hold entries of the window: its farthest entry lies inside
+// the window merged from the first answers, or there are too few of them.
+// With firstMore (competition ranks, no sort columns), also every shard
+// whose farthest entry before the member still has the points of the
+// window's first entry when Window.FirstMore will be asked for: that first
+// entry has more points than the member (me) and the entry before it has
+// the same. It puts the answers in res and sets their limits to radius+1;
+// dropped counts the entries of the first answers it replaced (read all the
+// same). With AllowPartial a shard whose second read failed joins missing
+// and keeps its first answer (exact counts, a prefix of its entries), as
+// SeekAll does.
+//
+// Deciding on the first answers is safe: more entries only move the
+// window's edge, and its first entry, towards the member.
+func (r *Reader) deeper(ctx context.Context, op string, b *Board, enc rank.Encoding, me rank.Item, res []store.ShardReply, limits, missing []int, radius int, firstMore bool, script func(i int) store.ShardRead) (_ []int, dropped int, err error) {
 	n := len(res)
 	ups, downs := make([][]rank.Item, 0, n), make([][]rank.Item, 0, n)
 	for i := range res {
@@ -659,11 +669,13 @@ func (r *Reader) deeper(ctx context.Context, op string, b *Board, enc rank.Encod
 	upM := merge.Last(nil, ups, radius+1, rank.Before)
 	downM := merge.Merge(nil, downs, radius, rank.Before)
 	// hi: the least stored score with more points than the window's first
-	// entry as merged so far; a deeper read only moves that entry nearer the
-	// member (fewer points, a lower hi).
-	hi := int64(math.MaxInt64)
-	if enc.Cols == nil && len(upM) > 0 {
-		hi = enc.MinScoreAbove(enc.PointsOf(upM[max(0, len(upM)-radius)].Score))
+	// entry, when FirstMore will be needed; no entry lies below MinInt64.
+	hi := int64(math.MinInt64)
+	if firstMore && enc.Cols == nil && len(upM) == radius+1 {
+		prev, first := enc.PointsOf(upM[0].Score), enc.PointsOf(upM[1].Score)
+		if prev == first && first != enc.PointsOf(me.Score) {
+			hi = enc.MinScoreAbove(first)
+		}
 	}
 	var again []int
 	for i := range res {
@@ -685,7 +697,7 @@ func (r *Reader) deeper(ctx context.Context, op string, b *Board, enc rank.Encod
 	for j, i := range again {
 		reads[j] = script(i)
 	}
-	res2, missing2, err := r.Fanout(ctx, op+"_more", b, again, reads)
+	res2, missing2, err := r.Fanout(ctx, op+"_deep", b, again, reads)
 	switch {
 	case err != nil && b.AllowPartial && ctx.Err() == nil:
 		return append(missing, again...), 0, nil // every re-asked shard failed: keep their first answers

@@ -62,6 +62,9 @@ type options struct {
 	// compareTransport; its reads (and the read plan on that transport)
 	// are measured beside the main gateway's.
 	compare, compareTransport string
+	// cpu: charge every slice's CPU (this process, the gateway, the
+	// masters) to its measurement and print CPU per request.
+	cpu bool
 }
 
 func main() {
@@ -84,6 +87,7 @@ func main() {
 	flag.StringVar(&o.cacheShared, "cache-shared", "", "comma list of gateway URLs serving -family16 with cache_shared: true")
 	flag.StringVar(&o.compare, "compare", "", "URL of a gateway with redis.read_transport -compare-transport: its 16- and 1-shard reads and the read plan on that transport are measured too (the *_b measurements)")
 	flag.StringVar(&o.compareTransport, "compare-transport", store.TransportGoRedis, "the read transport of the -compare gateway")
+	flag.BoolVar(&o.cpu, "cpu", true, "sample CPU around every slice (this process's rusage, the gateway's process_cpu_seconds_total, the masters' INFO cpu) and print CPU per request and the ceiling Redis's own CPU sets on each goal")
 	flag.Parse()
 	o.slices = max(o.slices, 1)
 	if err := run(o); err != nil {
@@ -209,12 +213,19 @@ func run(o options) error {
 		caches = []cacheRun{{"local", strings.Split(o.cacheLocal, ",")}, {"shared", strings.Split(o.cacheShared, ",")}}
 	}
 	ttl := cfg.Families[o.fam16].CacheTTL
-	rates, fanoutsPerTTL, err := rounds(ctx, o, hc, ms, caches, ttl)
+	var meter *cpuMeter
+	if o.cpu {
+		meter = &cpuMeter{rc: rc, hc: hc}
+	}
+	rates, fanoutsPerTTL, cpu, err := rounds(ctx, o, hc, ms, caches, ttl, meter)
 	if err != nil {
 		return err
 	}
 	printRates(ms, rates)
 	printRatios(rates)
+	if cpu != nil {
+		printCPU(ms, cpu)
+	}
 	printCache(o, caches, fanoutsPerTTL, ttl)
 	if o.commandStats > 0 {
 		return commandStats(ctx, rc, ms, o.commandStats)
@@ -236,20 +247,20 @@ func measurements(o options, hc *http.Client, rc redis.UniversalClient, st *stor
 	}
 	around := fmt.Sprintf("/around?radius=%d&consistency=primary", o.radius)
 	return []measurement{
-		{"gw16_top", "(a) gateway, 16 shards, uncached Top-100 over HTTP", top(o.fam16)},
-		{"naive_goroutines", "(b) naive fan-out: a goroutine per shard, ZREVRANGE 0 N-1 each, heap merge", naiveGoroutines(rc, b16.keys, o.limit)},
-		{"naive_pipeline", "(c) naive fan-out in one cluster pipeline (one round trip per node), heap merge", naivePipeline(rc, b16.keys, o.limit)},
-		{"flat_top", "(d) one unsharded sorted set: ZREVRANGE 0 N-1 WITHSCORES", flatTop(rc, flat, o.limit)},
-		{"gw16_rank", "(e) gateway, 16 shards: a member's rank and points over HTTP", memberURL(o.fam16, "?consistency=primary")},
-		{"flat_rank", "(e) one sorted set: ZREVRANK + ZSCORE pipelined", flatRank(rc, flat, o.members)},
-		{"plan16_rank", "(e) read plan without HTTP, 16 shards: home score, native position probes", planRank(st, b16, o.members, false)},
-		{"plan16_rank_lua", "(e) read plan without HTTP, 16 shards: home score, position.lua probes", planRank(st, b16, o.members, true)},
-		{"plan16_around", "(f) read plan without HTTP, 16 shards: around-me, native windows", planAround(st, b16, o.members, o.radius, false)},
-		{"plan16_around_lua", "(f) read plan without HTTP, 16 shards: around-me, seek.lua windows", planAround(st, b16, o.members, o.radius, true)},
-		{"gw1_top", "(f) gateway, 1 shard: uncached Top-100 over HTTP", top(o.fam1)},
-		{"gw1_rank", "(f) gateway, 1 shard: rank and points over HTTP", memberURL(o.fam1, "?consistency=primary")},
-		{"gw16_around", "(f) gateway, 16 shards: around-me over HTTP", memberURL(o.fam16, around)},
-		{"gw1_around", "(f) gateway, 1 shard: around-me over HTTP", memberURL(o.fam1, around)},
+		{"gw16_top", "(a) gateway, 16 shards, uncached Top-100 over HTTP", top(o.fam16), o.gateway},
+		{"naive_goroutines", "(b) naive fan-out: a goroutine per shard, ZREVRANGE 0 N-1 each, heap merge", naiveGoroutines(rc, b16.keys, o.limit), ""},
+		{"naive_pipeline", "(c) naive fan-out in one cluster pipeline (one round trip per node), heap merge", naivePipeline(rc, b16.keys, o.limit), ""},
+		{"flat_top", "(d) one unsharded sorted set: ZREVRANGE 0 N-1 WITHSCORES", flatTop(rc, flat, o.limit), ""},
+		{"gw16_rank", "(e) gateway, 16 shards: a member's rank and points over HTTP", memberURL(o.fam16, "?consistency=primary"), o.gateway},
+		{"flat_rank", "(e) one sorted set: ZREVRANK + ZSCORE pipelined", flatRank(rc, flat, o.members), ""},
+		{"plan16_rank", "(e) read plan without HTTP, 16 shards: home score, native position probes", planRank(st, b16, o.members, false), ""},
+		{"plan16_rank_lua", "(e) read plan without HTTP, 16 shards: home score, position.lua probes", planRank(st, b16, o.members, true), ""},
+		{"plan16_around", "(f) read plan without HTTP, 16 shards: around-me, native windows", planAround(st, b16, o.members, o.radius, false), ""},
+		{"plan16_around_lua", "(f) read plan without HTTP, 16 shards: around-me, seek.lua windows", planAround(st, b16, o.members, o.radius, true), ""},
+		{"gw1_top", "(f) gateway, 1 shard: uncached Top-100 over HTTP", top(o.fam1), o.gateway},
+		{"gw1_rank", "(f) gateway, 1 shard: rank and points over HTTP", memberURL(o.fam1, "?consistency=primary"), o.gateway},
+		{"gw16_around", "(f) gateway, 16 shards: around-me over HTTP", memberURL(o.fam16, around), o.gateway},
+		{"gw1_around", "(f) gateway, 1 shard: around-me over HTTP", memberURL(o.fam1, around), o.gateway},
 	}
 }
 
@@ -275,21 +286,45 @@ func compared(o options, hc *http.Client, stB *store.Store, b16, b1 board) []mea
 // that each of them sees the machine's load of the whole round (on a shared
 // machine the load swings within seconds); a measurement's rate is its
 // completed calls over its own time. The cache level follows each round.
-func rounds(ctx context.Context, o options, hc *http.Client, ms []measurement, caches []cacheRun, ttl time.Duration) (rates, fanoutsPerTTL map[string][]float64, err error) {
+//
+// With meter set, the CPU of each slice is charged to its measurement (the
+// samples are taken between slices, outside the timed loop); cpu is then
+// each measurement's CPU per request over all rounds.
+func rounds(ctx context.Context, o options, hc *http.Client, ms []measurement, caches []cacheRun, ttl time.Duration, meter *cpuMeter) (rates, fanoutsPerTTL map[string][]float64, cpu map[string]cpuPer, err error) {
 	rates, fanoutsPerTTL = map[string][]float64{}, map[string][]float64{}
 	slice := o.duration / time.Duration(o.slices)
+	spent := make([]cpuSample, len(ms))
+	total := make([]int64, len(ms))
 	for r := 1; r <= o.rounds; r++ {
 		done := make([]int64, len(ms))
 		took := make([]time.Duration, len(ms))
 		for range o.slices {
 			for i, m := range ms {
+				var before cpuSample
+				if meter != nil {
+					if before, err = meter.sample(ctx, m.gateway); err != nil {
+						return nil, nil, nil, fmt.Errorf("CPU before %s: %w", m.name, err)
+					}
+				}
 				n, d, errs := closedLoop(ctx, m.do, o.workers, slice)
 				if errs > 0 {
-					return nil, nil, fmt.Errorf("round %d %s: %d errors", r, m.name, errs)
+					return nil, nil, nil, fmt.Errorf("round %d %s: %d errors", r, m.name, errs)
+				}
+				if meter != nil {
+					after, err := meter.sample(ctx, m.gateway)
+					if err != nil {
+						return nil, nil, nil, fmt.Errorf("CPU after %s: %w", m.name, err)
+					}
+					spent[i].client += after.client - before.client
+					spent[i].gateway += after.gateway - before.gateway
+					spent[i].redis += after.redis - before.redis
 				}
 				done[i] += n
 				took[i] += d
 			}
+		}
+		for i := range ms {
+			total[i] += done[i]
 		}
 		for i, m := range ms {
 			rate := float64(done[i]) / took[i].Seconds()
@@ -299,14 +334,23 @@ func rounds(ctx context.Context, o options, hc *http.Client, ms []measurement, c
 		for _, c := range caches {
 			reads, fo, err := measureCache(ctx, hc, c, o.fam16, o.limit, o.workers, o.duration)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			per := fo * ttl.Seconds()
 			fanoutsPerTTL[c.name] = append(fanoutsPerTTL[c.name], per)
 			fmt.Printf("round %d  cache_%-11s %9.0f req/s over %d gateways, %.2f fan-outs/s = %.2f per TTL (%s)\n", r, c.name, reads, len(c.gateways), fo, per, ttl)
 		}
 	}
-	return rates, fanoutsPerTTL, nil
+	if meter != nil {
+		cpu = map[string]cpuPer{}
+		for i, m := range ms {
+			if total[i] > 0 {
+				k := 1e6 / float64(total[i])
+				cpu[m.name] = cpuPer{client: spent[i].client * k, gateway: spent[i].gateway * k, redis: spent[i].redis * k}
+			}
+		}
+	}
+	return rates, fanoutsPerTTL, cpu, nil
 }
 
 func printRates(ms []measurement, rates map[string][]float64) {
@@ -322,36 +366,40 @@ func printRates(ms []measurement, rates map[string][]float64) {
 	}
 }
 
+// goals: the ratios the bench prints, num ÷ den, with the goal (0:
+// none).
+var goals = []struct {
+	what, num, den string
+	goal           float64
+}{
+	{"uncached Top-100, 16 shards ÷ naive pipelined fan-out", "gw16_top", "naive_pipeline", 2.0},
+	{"uncached Top-100, 16 shards ÷ naive goroutine fan-out", "gw16_top", "naive_goroutines", 0},
+	{"uncached Top-100, 16 shards ÷ one sorted set", "gw16_top", "flat_top", 0.25},
+	{"rank, 16 shards ÷ ZREVRANK+ZSCORE on one sorted set", "gw16_rank", "flat_rank", 0.2},
+	{"Top-100, 16 shards ÷ 1 shard (gateway both)", "gw16_top", "gw1_top", 0.5},
+	{"rank, 16 shards ÷ 1 shard (gateway both)", "gw16_rank", "gw1_rank", 0.5},
+	{"around-me, 16 shards ÷ 1 shard (gateway both)", "gw16_around", "gw1_around", 0.5},
+	{"Top-100, 1 shard over HTTP ÷ one sorted set direct", "gw1_top", "flat_top", 0},
+	{"rank, 1 shard over HTTP ÷ ZREVRANK+ZSCORE direct", "gw1_rank", "flat_rank", 0},
+	{"rank, 16 shards, read plan without HTTP ÷ ZREVRANK+ZSCORE direct", "plan16_rank", "flat_rank", 0},
+	{"rank, 16 shards, read plan: native probes ÷ position.lua probes", "plan16_rank", "plan16_rank_lua", 0},
+	{"around-me, 16 shards, read plan: native windows ÷ seek.lua windows", "plan16_around", "plan16_around_lua", 0},
+	{"uncached Top-100, 16 shards: default read transport ÷ -compare's", "gw16_top", "gw16_top_b", 0},
+	{"rank, 16 shards: default read transport ÷ -compare's", "gw16_rank", "gw16_rank_b", 0},
+	{"around-me, 16 shards: default read transport ÷ -compare's", "gw16_around", "gw16_around_b", 0},
+	{"rank, 1 shard: default read transport ÷ -compare's", "gw1_rank", "gw1_rank_b", 0},
+	{"rank, 16 shards, read plan: default read transport ÷ -compare's", "plan16_rank", "plan16_rank_b", 0},
+	{"around-me, 16 shards, read plan: default read transport ÷ -compare's", "plan16_around", "plan16_around_b", 0},
+	{"rank, 16 ÷ 1 shard (gateway both), -compare's read transport", "gw16_rank_b", "gw1_rank_b", 0},
+	{"around-me, 16 shards (-compare's transport) ÷ 1 shard", "gw16_around_b", "gw1_around", 0},
+}
+
 // printRatios prints each ratio per round, its worst round and its goal.
 func printRatios(rates map[string][]float64) {
 	fmt.Println()
 	fmt.Println("| ratio (per round) | goal | rounds | worst |")
 	fmt.Println("| --- | --- | --- | --- |")
-	for _, q := range []struct {
-		what, num, den string
-		goal           float64
-	}{
-		{"uncached Top-100, 16 shards ÷ naive pipelined fan-out", "gw16_top", "naive_pipeline", 2.0},
-		{"uncached Top-100, 16 shards ÷ naive goroutine fan-out", "gw16_top", "naive_goroutines", 0},
-		{"uncached Top-100, 16 shards ÷ one sorted set", "gw16_top", "flat_top", 0.25},
-		{"rank, 16 shards ÷ ZREVRANK+ZSCORE on one sorted set", "gw16_rank", "flat_rank", 0.2},
-		{"Top-100, 16 shards ÷ 1 shard (gateway both)", "gw16_top", "gw1_top", 0.5},
-		{"rank, 16 shards ÷ 1 shard (gateway both)", "gw16_rank", "gw1_rank", 0.5},
-		{"around-me, 16 shards ÷ 1 shard (gateway both)", "gw16_around", "gw1_around", 0.5},
-		{"Top-100, 1 shard over HTTP ÷ one sorted set direct", "gw1_top", "flat_top", 0},
-		{"rank, 1 shard over HTTP ÷ ZREVRANK+ZSCORE direct", "gw1_rank", "flat_rank", 0},
-		{"rank, 16 shards, read plan without HTTP ÷ ZREVRANK+ZSCORE direct", "plan16_rank", "flat_rank", 0},
-		{"rank, 16 shards, read plan: native probes ÷ position.lua probes", "plan16_rank", "plan16_rank_lua", 0},
-		{"around-me, 16 shards, read plan: native windows ÷ seek.lua windows", "plan16_around", "plan16_around_lua", 0},
-		{"uncached Top-100, 16 shards: default read transport ÷ -compare's", "gw16_top", "gw16_top_b", 0},
-		{"rank, 16 shards: default read transport ÷ -compare's", "gw16_rank", "gw16_rank_b", 0},
-		{"around-me, 16 shards: default read transport ÷ -compare's", "gw16_around", "gw16_around_b", 0},
-		{"rank, 1 shard: default read transport ÷ -compare's", "gw1_rank", "gw1_rank_b", 0},
-		{"rank, 16 shards, read plan: default read transport ÷ -compare's", "plan16_rank", "plan16_rank_b", 0},
-		{"around-me, 16 shards, read plan: default read transport ÷ -compare's", "plan16_around", "plan16_around_b", 0},
-		{"rank, 16 ÷ 1 shard (gateway both), -compare's read transport", "gw16_rank_b", "gw1_rank_b", 0},
-		{"around-me, 16 shards (-compare's transport) ÷ 1 shard", "gw16_around_b", "gw1_around", 0},
-	} {
+	for _, q := range goals {
 		n, d := rates[q.num], rates[q.den]
 		if len(n) == 0 || len(d) == 0 {
 			continue
@@ -408,6 +456,7 @@ type op func(ctx context.Context, r *rand.Rand) error
 type measurement struct {
 	name, title string
 	do          op
+	gateway     string // the gateway's URL when it measures one ("": none)
 }
 
 // closedLoop runs do on workers goroutines for d and returns the completed
@@ -581,7 +630,7 @@ func planAround(st *store.Store, b board, members, radius int, script bool) op {
 		if err != nil || !found {
 			return fmt.Errorf("score of %s: found %v, %w", m, found, err)
 		}
-		w, err := rp.Around(ctx, "around", pb, b.enc, sc, m, radius)
+		w, err := rp.Around(ctx, "around", pb, b.enc, sc, m, radius, true) // bench-fanout.yaml ranks by competition
 		if err != nil {
 			return err
 		}
