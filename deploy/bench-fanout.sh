@@ -9,7 +9,9 @@
 #   (e) rank: gateway 16 shards vs ZREVRANK+ZSCORE   (f) gateway on the 1-shard board
 # plus rank and around-me through the read plan without HTTP, native and with the Lua scripts;
 # the measurements of a round take turns in 10 short slices (the same machine load for each).
-# It prints req/s per round and the ratios against the goals; then the cache level across 3
+# It prints req/s per round and the ratios against the goals, the CPU per request of each
+# measurement (this process, the gateway, the masters: fanoutbench -cpu) and what Redis's own
+# CPU leaves of each goal; then the cache level across 3
 # gateways (ports GATEWAY_PORT..+2 without cache_shared, +3..+5 with it): fan-outs per TTL
 # of one hot cached Top-100; then INFO commandstats per read (100 calls of each).
 # With COMPARE=1 (the default) the gateway on GATEWAY_PORT+1 reads through
