@@ -36,12 +36,28 @@ const (
 // directClients holds one rueidis client per master address, dialled in
 // the background the first time a read is sent to that master (that read,
 // and every read until the client is up, goes through go-redis), or up
-// front by Store.ConnectReaders.
+// front by Store.ConnectReaders. The client of an address that stopped
+// being a master (a failover, a resharding, a removed node) is closed once
+// two passes of prune an interval apart found it no master.
 type directClients struct {
 	mu      sync.Mutex
 	clients map[string]*directClient
 	closed  bool
 	wg      sync.WaitGroup
+	// stop ends a prune pass under way when the clients are closed.
+	stop   context.Context
+	cancel context.CancelFunc
+	// masters returns the addresses of the cluster's masters (nil: a
+	// standalone node, nothing to prune); timeout bounds one call.
+	masters func(ctx context.Context) (map[string]bool, error)
+	timeout time.Duration
+	// pruneEvery: the interval between prune passes (at most one per
+	// interval, started by a read: get) and how long an address must have
+	// been seen no master before its client is closed. prunedAt: when the
+	// last pass started; pruning: one is under way.
+	pruneEvery time.Duration
+	prunedAt   time.Time
+	pruning    bool
 	// retry: how long after a failed dial a master's client is dialled
 	// again, and after a failure of the master its reads go through go-redis.
 	retry   time.Duration
@@ -65,10 +81,18 @@ type directClient struct {
 	// redials inside the next read, and every read of that master would wait
 	// for the dial to its own deadline.
 	brokeAt *atomic.Int64
+	// goneAt: when a prune pass first found the address no master (zero:
+	// a master at the last pass).
+	goneAt time.Time
 }
 
+// DefaultReadClientPrune is Options.ReadClientPrune's default.
+const DefaultReadClientPrune = 10 * time.Second
+
 func newDirectClients(log *slog.Logger, dialErr prometheus.Counter, health *NodeHealth) *directClients {
-	return &directClients{clients: map[string]*directClient{}, retry: time.Second, log: log, dialErr: dialErr, health: health}
+	stop, cancel := context.WithCancel(context.Background())
+	return &directClients{clients: map[string]*directClient{}, retry: time.Second, log: log, dialErr: dialErr, health: health,
+		stop: stop, cancel: cancel, timeout: time.Second, pruneEvery: DefaultReadClientPrune, prunedAt: time.Now()}
 }
 
 // get returns the rueidis client of node's address, or nil when it is not
@@ -82,6 +106,7 @@ func (d *directClients) get(node *redis.Client) (c rueidis.Client, ready <-chan 
 	if d.closed {
 		return nil, nil, errors.New("store: closed")
 	}
+	d.maybePrune()
 	dc := d.clients[o.Addr]
 	switch {
 	case dc == nil:
@@ -190,6 +215,96 @@ func dialCtx(ctx context.Context, dial func(context.Context, string, string) (ne
 	}
 }
 
+// maybePrune starts a prune pass in the background (d.mu held) unless one
+// started within the interval or the cluster is one standalone node.
+func (d *directClients) maybePrune() {
+	if d.masters == nil || d.pruning {
+		return
+	}
+	now := time.Now()
+	if now.Sub(d.prunedAt) < d.pruneEvery {
+		return
+	}
+	d.pruning, d.prunedAt = true, now
+	d.wg.Add(1)
+	go d.prune(now)
+}
+
+// prune is the pass started at: it asks the cluster client for its masters
+// (ForEachMaster: one CLUSTER SLOTS, as a slot-map reload) and closes the
+// clients sweep picks. A pass that cannot learn the masters changes nothing.
+func (d *directClients) prune(at time.Time) {
+	defer d.wg.Done()
+	ctx, cancel := context.WithTimeout(d.stop, d.timeout)
+	masters, err := d.masters(ctx)
+	cancel()
+	if err == nil && len(masters) == 0 {
+		err = errors.New("no master in the slot map")
+	}
+	var cs []rueidis.Client
+	d.mu.Lock()
+	d.pruning = false
+	if err != nil {
+		d.log.Debug("redis: read transport rueidis: could not list the masters; no client closed", "err", err)
+	} else {
+		cs = d.sweep(masters, at)
+	}
+	d.mu.Unlock()
+	// Outside the lock: Close waits for the reads in flight on it.
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// sweep (d.mu held), for the pass started at now, drops the client of every
+// address that is not among masters and was not at a pass at least
+// pruneEvery before either (passes start at least pruneEvery apart, so an
+// address is dropped one to two intervals after it stopped being a master),
+// and returns the connected ones, to be closed. A client still dialling is
+// left to the next pass. A read that got a client before it was dropped
+// meets rueidis.ErrClosing and goes through go-redis (afterFailure does not
+// count it as the master's failure); the next read of that address, should
+// it be a master again, dials a new one.
+func (d *directClients) sweep(masters map[string]bool, now time.Time) []rueidis.Client {
+	if d.closed {
+		return nil
+	}
+	var cs []rueidis.Client
+	for addr, dc := range d.clients {
+		switch {
+		case masters[addr]:
+			dc.goneAt = time.Time{}
+		case dc.c == nil && dc.failedAt.IsZero(): // dialling
+		case dc.goneAt.IsZero():
+			dc.goneAt = now
+		case now.Sub(dc.goneAt) >= d.pruneEvery:
+			delete(d.clients, addr)
+			if dc.c != nil {
+				cs = append(cs, dc.c)
+				d.log.Info("redis: read transport rueidis: closing the client of a node that is no longer a master",
+					"addr", addr, "since", now.Sub(dc.goneAt).Round(time.Millisecond))
+			}
+		}
+	}
+	return cs
+}
+
+// count is the number of connected clients.
+func (d *directClients) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return 0
+	}
+	n := 0
+	for _, dc := range d.clients {
+		if dc.c != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // connect dials node's client unless it is up, and waits for it within ctx.
 func (d *directClients) connect(ctx context.Context, node *redis.Client) error {
 	for {
@@ -208,8 +323,9 @@ func (d *directClients) connect(ctx context.Context, node *redis.Client) error {
 	}
 }
 
-// close closes every client and waits for dials under way.
+// close closes every client and waits for dials and a prune pass under way.
 func (d *directClients) close() {
+	d.cancel()
 	d.mu.Lock()
 	d.closed = true
 	cs := make([]rueidis.Client, 0, len(d.clients))
@@ -379,12 +495,13 @@ func (s *Store) startSpan(ctx context.Context, addr string, cmds int) (context.C
 // (directClient.brokeAt) and the slot-map reload asked for next (coalesced,
 // lazy) does not ask that master for CLUSTER SLOTS first and wait on it
 // (reloadOnDialError.querySlots). A caller that went away
-// (context.Canceled) or an error reply says nothing about the master and
+// (context.Canceled), a client the store closed (rueidis.ErrClosing: Close,
+// or prune dropped it) or an error reply says nothing about the master and
 // changes nothing.
 func (s *Store) afterFailure(ctx context.Context, addr string, res rueidisReplies) {
 	for i := range res {
 		err := res[i].NonRedisError()
-		if err == nil || errors.Is(err, context.Canceled) {
+		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, rueidis.ErrClosing) {
 			continue
 		}
 		s.direct.broke(addr) // before the reload: it reads the record

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"reflect"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/testcluster"
 )
@@ -305,6 +308,10 @@ func TestRueidisFailureKeepsNodeOutOfSlotReload(t *testing.T) {
 			t.Cleanup(store.AliasDirect(s, x, y))
 			return ctxT(t, 5*time.Second)
 		}, false},
+		{"client closed by the store (a prune pass, Close) under the read", func(t *testing.T, s *store.Store, _ *faultyConn, x, _ string) context.Context {
+			store.CloseDirect(s, x) // the read meets rueidis.ErrClosing
+			return ctxT(t, 5*time.Second)
+		}, false},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -383,5 +390,103 @@ func TestRueidisFailureKeepsNodeOutOfSlotReload(t *testing.T) {
 				t.Fatalf("CLUSTER SLOTS to %s: %v; want an answer (this failure says nothing about %s)", x, err, x)
 			}
 		})
+	}
+}
+
+// gaugeValue reads a gauge from a registry; 0 when absent.
+func gaugeValue(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+// TestRueidisClientOfANodeNoLongerMasterIsClosed: the rueidis client of an
+// address that is not a master — here a replica's, which is what a master
+// demoted by a failover, or one whose slots all moved away, looks like — is
+// closed within a couple of prune intervals (Options.ReadClientPrune) of
+// reads, and rankgate_redis_direct_clients drops by one; the masters keep
+// their clients (the same ones), and every read meanwhile answers exactly
+// through rueidis, nothing rerouted.
+func TestRueidisClientOfANodeNoLongerMasterIsClosed(t *testing.T) {
+	t.Parallel()
+	const clients = "rankgate_redis_direct_clients"
+	e := newEnv(t)
+	keys := batchBoard(t, e, 200)
+	ctx := ctxT(t, 30*time.Second)
+	byNode, all := everyKindReads(t, e, keys)
+	want := make([]store.ShardReply, len(all))
+	e.s.ReadShards(ctx, all, false, want)
+
+	reg := prometheus.NewRegistry()
+	s, err := store.New(e.c, nil, store.Options{Timeout: 5 * time.Second, Registerer: reg, ReadClientPrune: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.ConnectReaders(ctx); err != nil {
+		t.Fatal(err)
+	}
+	masters := store.DirectClients(s)
+	if len(masters) != len(byNode) {
+		t.Fatalf("%d rueidis clients after ConnectReaders, want one per master (%d)", len(masters), len(byNode))
+	}
+	var mu sync.Mutex
+	var replica *redis.Client
+	err = e.cc.ForEachSlave(ctx, func(_ context.Context, n *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		replica = n
+		return nil
+	})
+	if err != nil || replica == nil {
+		t.Fatalf("no replica: %v", err)
+	}
+	addr := replica.Options().Addr
+	if err := store.DialDirect(s, replica, (&net.Dialer{Timeout: 2 * time.Second}).DialContext); err != nil {
+		t.Fatal(err)
+	}
+	gone := store.DirectClients(s)[addr]
+	if v := gaugeValue(t, reg, clients); v != float64(len(byNode)+1) {
+		t.Fatalf("%s = %v with the replica's client, want %d", clients, v, len(byNode)+1)
+	}
+
+	rounds := 0
+	soon.Eventually(t, 20*time.Second, func() error {
+		for n, reads := range byNode {
+			got := make([]store.ShardReply, len(reads))
+			s.ReadShards(ctx, reads, false, got)
+			checkReplies(t, "rueidis to "+n, all, want, reads, got)
+		}
+		rounds++
+		if _, ok := store.DirectClients(s)[addr]; ok {
+			return fmt.Errorf("the rueidis client of replica %s is still open after %d rounds of reads", addr, rounds)
+		}
+		return nil
+	})
+	if v := gaugeValue(t, reg, clients); v != float64(len(byNode)) {
+		t.Errorf("%s = %v after the prune, want %d", clients, v, len(byNode))
+	}
+	if err := gone.Do(ctx, gone.B().Ping().Build()).Error(); !errors.Is(err, rueidis.ErrClosing) {
+		t.Errorf("PING on the dropped client of %s: %v, want %v (closed)", addr, err, rueidis.ErrClosing)
+	}
+	now := store.DirectClients(s)
+	for a, c := range masters {
+		if now[a] != c {
+			t.Errorf("master %s: its rueidis client was replaced or dropped", a)
+		}
+	}
+	if v := counterVecValue(t, reg, directReads, "transport", store.TransportRueidis); v != float64(rounds*len(byNode)) {
+		t.Errorf("%s{rueidis} = %v, want %d", directReads, v, rounds*len(byNode))
+	}
+	if v := counterValue(t, reg, rerouted); v != 0 {
+		t.Errorf("%s = %v, want 0", rerouted, v)
 	}
 }

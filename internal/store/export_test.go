@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 )
 
 // AliasDirect makes the reads of the master at from use the rueidis
@@ -54,4 +55,29 @@ func DialDirect(s *Store, node *redis.Client, dial func(ctx context.Context, net
 	}
 	d.clients[o.Addr] = dc
 	return nil
+}
+
+// DirectClients returns the connected rueidis clients by address.
+func DirectClients(s *Store) map[string]rueidis.Client {
+	d := s.direct
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]rueidis.Client{}
+	for addr, dc := range d.clients {
+		if dc.c != nil {
+			out[addr] = dc.c
+		}
+	}
+	return out
+}
+
+// CloseDirect closes the rueidis client of the master at addr and leaves it
+// in place: the next read of that master gets it closed, as a read that got
+// it just before a prune pass closed it.
+func CloseDirect(s *Store, addr string) {
+	d := s.direct
+	d.mu.Lock()
+	c := d.clients[addr].c
+	d.mu.Unlock()
+	c.Close()
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +53,13 @@ type Options struct {
 	// clients saw fail just now to go-redis. nil: a record of the Store's
 	// own, which rw's reloads do not read.
 	Health *NodeHealth
+	// ReadClientPrune (read transport rueidis, a cluster): at most once per
+	// this interval a read starts a pass in the background that lists rw's
+	// masters (ForEachMaster: one CLUSTER SLOTS) and closes the rueidis
+	// client of an address that a pass at least this long before found no
+	// master either (a failover's demoted master, a node whose slots all
+	// moved, a removed node). Default DefaultReadClientPrune.
+	ReadClientPrune time.Duration
 }
 
 // TracerName is the instrumentation scope of the rueidis transport's spans.
@@ -84,9 +92,13 @@ type metrics struct {
 	directReads *prometheus.CounterVec
 	// directDialErrors: failed dials of a master's rueidis client.
 	directDialErrors prometheus.Counter
+	// directClients: the rueidis clients connected now.
+	directClients prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics builds the store's metrics; directClients gives the number of
+// rueidis clients connected now.
+func newMetrics(reg prometheus.Registerer, directClients func() float64) (*metrics, error) {
 	m := &metrics{
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_redis_errors_total", Help: "Redis calls that failed, by operation.",
@@ -110,6 +122,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "rankgate_redis_direct_dial_errors_total",
 		Help: "Failures of a master's rueidis read client (read transport rueidis): a failed dial, or a read that met a network error or timeout on its connection; for a second after either (or after go-redis's client of that master timed out or failed to dial) its reads go through go-redis, then the client is used (or dialled) again.",
 	})
+	m.directClients = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "rankgate_redis_direct_clients",
+		Help: "rueidis read clients connected now (read transport rueidis; one connection each, one per master read since start); the client of an address that stopped being a master is closed one to two prune intervals (10 s) later.",
+	}, directClients)
 	m.directReads.WithLabelValues(TransportRueidis)
 	m.directReads.WithLabelValues(TransportGoRedis)
 	// Every series exists from the start, so dashboards and alerts see zeros.
@@ -122,7 +138,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors, m.directRetries, m.directReads, m.directDialErrors} {
+		for _, c := range []prometheus.Collector{m.errors, m.noscript, m.scriptErrors, m.directRetries, m.directReads, m.directDialErrors, m.directClients} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -148,7 +164,16 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	if o.WaitTimeout <= 0 {
 		o.WaitTimeout = 100 * time.Millisecond
 	}
-	m, err := newMetrics(o.Registerer)
+	if o.ReadClientPrune <= 0 {
+		o.ReadClientPrune = DefaultReadClientPrune
+	}
+	var direct *directClients // set below for the rueidis transport
+	m, err := newMetrics(o.Registerer, func() float64 {
+		if direct == nil {
+			return 0
+		}
+		return float64(direct.count())
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +184,12 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 		if health == nil {
 			health = new(NodeHealth)
 		}
-		st.direct = newDirectClients(o.Logger, m.directDialErrors, health)
+		direct = newDirectClients(o.Logger, m.directDialErrors, health)
+		direct.timeout, direct.pruneEvery = o.Timeout, o.ReadClientPrune
+		if cc, ok := rw.(*redis.ClusterClient); ok {
+			direct.masters = func(ctx context.Context) (map[string]bool, error) { return masterAddrs(ctx, cc) }
+		}
+		st.direct = direct
 		if o.TracerProvider != nil {
 			st.tracer = o.TracerProvider.Tracer(TracerName)
 		}
@@ -182,6 +212,20 @@ func (s *Store) ConnectReaders(ctx context.Context) error {
 	return ForEachMaster(ctx, s.rw, func(ctx context.Context, n *redis.Client) error {
 		return s.direct.connect(ctx, n)
 	})
+}
+
+// masterAddrs lists the addresses of cc's masters. ForEachMaster reloads
+// the slot map first (one CLUSTER SLOTS), falling back to the one it has.
+func masterAddrs(ctx context.Context, cc *redis.ClusterClient) (map[string]bool, error) {
+	var mu sync.Mutex
+	out := map[string]bool{}
+	err := cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		out[n.Options().Addr] = true
+		return nil
+	})
+	return out, err
 }
 
 // Close closes the read transport's own connections (not the go-redis
