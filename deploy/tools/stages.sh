@@ -8,25 +8,54 @@
 #   -w NAME   (repeatable) a histogram the scrapes must hold observations of
 # Nothing to show — unreadable or empty scrapes (a wrong port), no histogram
 # observed between them, a -w histogram missing (renamed) — is a WARNING on
-# stderr and exit status 1, with no table on stdout.
+# stderr and exit status 1, with no table on stdout. So is a wrong delta: any
+# one scrape without samples of the -w histograms (of any histogram without
+# -w) — an empty "before" would turn its run's delta into the "after"'s
+# lifetime totals — or unequal numbers of before and after scrapes.
+# Portable to bash 3.2 and BSD tools (no GNU-only grep or paste syntax).
 set -euo pipefail
 warn() { echo "stages.sh: WARNING: $*" >&2; }
-want=()
+# want and before are counted as they fill: bash < 4.4 takes an empty array
+# for an unbound variable under set -u (hence ${want[@]+"${want[@]}"} too).
+want=() nwant=0
 while (($#)) && [[ $1 == -w ]]; do
 	(($# >= 2)) || { echo "usage: $0 [-w histogram]… before… -- after…" >&2; exit 2; }
-	want+=("$2"); shift 2
+	want+=("$2"); nwant=$((nwant + 1)); shift 2
 done
-before=()
-while (($#)) && [[ $1 != -- ]]; do before+=("$1"); shift; done
+before=() nbefore=0
+while (($#)) && [[ $1 != -- ]]; do before+=("$1"); nbefore=$((nbefore + 1)); shift; done
 shift || true
 (($#)) || { echo "usage: $0 [-w histogram]… before… -- after…" >&2; exit 2; }
+# One before and one after scrape per run: the deltas are summed over them.
+if ((nbefore != $#)); then
+	warn "$nbefore before and $# after scrapes: one of each per run. No stage quantiles."
+	exit 1
+fi
 samples=0
 for f in "${before[@]}" "$@"; do
 	[[ -r $f ]] || { warn "cannot read scrape $f; no stage quantiles"; exit 1; }
-	samples=$((samples + $(grep -cv '^[[:space:]]*\(#\|$\)' "$f" || true)))
+	samples=$((samples + $(grep -Ecv '^[[:space:]]*(#|$)' "$f" || true)))
 done
 if ((samples == 0)); then
-	warn "all $(($# + ${#before[@]})) scrapes are empty (e.g. $1): wrong port, gateway down, or metrics renamed? No stage quantiles."
+	warn "all $(($# + nbefore)) scrapes are empty (e.g. $1): wrong port, gateway down, or metrics renamed? No stage quantiles."
+	exit 1
+fi
+# Every scrape holds samples of the histograms (their delta would be a
+# lifetime total otherwise).
+bad=0
+for f in "${before[@]}" "$@"; do
+	if ((nwant)); then
+		for w in ${want[@]+"${want[@]}"}; do
+			grep -Eq "^${w}_(bucket|sum|count)([{[:space:]])" "$f" ||
+				{ warn "scrape $f holds no samples of $w: wrong port, gateway restarted, or metrics renamed?"; bad=1; }
+		done
+	elif ! grep -Eq '^[[:alnum:]_:]+_bucket([{[:space:]])' "$f"; then
+		warn "scrape $f holds no histogram samples: wrong port, gateway restarted, or metrics renamed?"
+		bad=1
+	fi
+done
+if ((bad)); then
+	warn "no stage quantiles printed"
 	exit 1
 fi
 rows=$({
@@ -63,11 +92,11 @@ if [[ -z $rows ]]; then
 	exit 1
 fi
 missing=0
-for w in "${want[@]}"; do
+for w in ${want[@]+"${want[@]}"}; do
 	grep -qE "^\| $w(\{| )" <<<"$rows" || { warn "no observations of $w in the scrapes (renamed?)"; missing=1; }
 done
 if ((missing)); then
-	warn "histograms observed: $(cut -d' ' -f2 <<<"$rows" | sed 's/{.*//' | sort -u | paste -sd' ')"
+	warn "histograms observed: $(cut -d' ' -f2 <<<"$rows" | sed 's/{.*//' | sort -u | paste -sd' ' -)"
 	warn "no stage quantiles printed"
 	exit 1
 fi

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,19 +133,48 @@ rankgate_ledger_connections 3
 	after := strings.NewReplacer(`"0.001"} 1`, `"0.001"} 3`, `"0.01"} 2`, `"0.01"} 6`, `"+Inf"} 2`, `"+Inf"} 6`,
 		"0.005", "0.02", `"record"} 2`, `"record"} 6`).Replace(before)
 	const row = `| rankgate_ledger_group_stage_seconds{stage="record"} | 4 | 3.75 | 1 | 10 | 10 | 10 |`
+	// A second histogram, in the after scrape only: a before scrape
+	// without it.
+	const tx = `rankgate_ledger_tx_stage_seconds_bucket{op="record_group",stage="commit",le="0.001"} 5
+rankgate_ledger_tx_stage_seconds_bucket{op="record_group",stage="commit",le="+Inf"} 5
+rankgate_ledger_tx_stage_seconds_sum{op="record_group",stage="commit"} 0.002
+rankgate_ledger_tx_stage_seconds_count{op="record_group",stage="commit"} 5
+`
+	both := []string{"rankgate_ledger_group_stage_seconds", "rankgate_ledger_tx_stage_seconds"}
+	one := []string{"rankgate_ledger_group_stage_seconds"}
 	tests := []struct {
 		name          string
 		want          []string // -w histograms
-		before, after string
+		before, after []string // the scrapes, r1, r2, …
 		wantRC        int
 		wantOut       string // a line of stdout ("" none: stdout empty)
 		wantErr       string // in stderr ("" none: stderr empty)
 	}{
-		{"a histogram observed", []string{"rankgate_ledger_group_stage_seconds"}, before, after, 0, row, ""},
-		{"empty scrapes (a wrong port)", nil, "", "", 1, "", "WARNING: all 2 scrapes are empty"},
-		{"a wanted histogram missing (renamed)", []string{"rankgate_ledger_group_stage_seconds", "rankgate_ledger_tx_stage_seconds"},
-			before, after, 1, "", "WARNING: no observations of rankgate_ledger_tx_stage_seconds"},
-		{"nothing observed between the scrapes", nil, before, before, 1, "", "WARNING: no histogram observed anything"},
+		{"a histogram observed", one, []string{before}, []string{after}, 0, row, ""},
+		// Without -w: the want array stays empty (unbound to bash < 4.4
+		// under set -u unless expanded as ${want[@]+…}).
+		{"a histogram observed, no -w", nil, []string{before}, []string{after}, 0, row, ""},
+		{"two runs", one, []string{before, before}, []string{after, after}, 0,
+			`| rankgate_ledger_group_stage_seconds{stage="record"} | 8 | 3.75 | 1 | 10 | 10 | 10 |`, ""},
+		{"empty scrapes (a wrong port)", nil, []string{""}, []string{""}, 1, "", "WARNING: all 2 scrapes are empty"},
+		// An empty before would make the run's delta the after's lifetime
+		// totals.
+		{"an empty before scrape", one, []string{""}, []string{after}, 1, "",
+			"r1.before.prom holds no samples of rankgate_ledger_group_stage_seconds"},
+		{"an empty before scrape, no -w", nil, []string{""}, []string{after}, 1, "", "r1.before.prom holds no histogram samples"},
+		{"an empty after scrape", one, []string{before}, []string{""}, 1, "",
+			"r1.after.prom holds no samples of rankgate_ledger_group_stage_seconds"},
+		{"one run's before scrape empty", one, []string{before, ""}, []string{after, after}, 1, "",
+			"r2.before.prom holds no samples of rankgate_ledger_group_stage_seconds"},
+		{"a wanted histogram in the after scrape only", both, []string{before}, []string{after + tx}, 1, "",
+			"r1.before.prom holds no samples of rankgate_ledger_tx_stage_seconds"},
+		{"more after scrapes than before", one, []string{before}, []string{after, after}, 1, "", "WARNING: 1 before and 2 after scrapes"},
+		{"no before scrape", one, nil, []string{after}, 1, "", "WARNING: 0 before and 1 after scrapes"},
+		{"a wanted histogram missing (renamed)", both, []string{before}, []string{after}, 1, "",
+			"r1.after.prom holds no samples of rankgate_ledger_tx_stage_seconds"},
+		{"a wanted histogram observed nothing between the scrapes", both, []string{before + tx}, []string{after + tx}, 1, "",
+			"WARNING: no observations of rankgate_ledger_tx_stage_seconds"},
+		{"nothing observed between the scrapes", nil, []string{before}, []string{before}, 1, "", "WARNING: no histogram observed anything"},
 	}
 	script, err := filepath.Abs("../../deploy/tools/stages.sh")
 	if err != nil {
@@ -154,18 +184,23 @@ rankgate_ledger_connections 3
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			b, a := filepath.Join(dir, "r1.before.prom"), filepath.Join(dir, "r1.after.prom")
-			if err := os.WriteFile(b, []byte(tc.before), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(a, []byte(tc.after), 0o644); err != nil {
-				t.Fatal(err)
+			write := func(when string, scrapes []string) []string {
+				var files []string
+				for i, sc := range scrapes {
+					f := filepath.Join(dir, fmt.Sprintf("r%d.%s.prom", i+1, when))
+					if err := os.WriteFile(f, []byte(sc), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					files = append(files, f)
+				}
+				return files
 			}
 			args := []string{script}
 			for _, w := range tc.want {
 				args = append(args, "-w", w)
 			}
-			cmd := exec.CommandContext(t.Context(), "bash", append(args, b, "--", a)...)
+			args = append(append(append(args, write("before", tc.before)...), "--"), write("after", tc.after)...)
+			cmd := exec.CommandContext(t.Context(), "bash", args...)
 			var stdout, stderr strings.Builder
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

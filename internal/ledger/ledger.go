@@ -384,14 +384,21 @@ func (r errRow) Scan(...any) error { return r.err }
 
 func (l *Ledger) inBatchTxOnce(ctx context.Context, op, eventID string, fn func(txq) error) (err error) {
 	// Every attempt observes the stages it reached, failed or not (a retried
-	// transaction's first try, a cancelled caller's wait), so the stages
-	// account for all the attempts' time (rollbacks aside). No outcome
-	// label: rankgate_ledger_tx_retries_total counts the failed tries
-	// (TestTxStagesObserveFailedAttempts).
+	// transaction's first try, a wait for a connection cut off by the
+	// context's end), so the stages account for all the attempts' time
+	// (rollbacks aside). No outcome label: rankgate_ledger_tx_retries_total
+	// counts the failed tries (TestTxStagesObserveFailedAttempts). An
+	// acquire that waited for nothing is no sample of the wait: a context
+	// already done before it started, a closed pool (pool.acquire reports
+	// pgxpool's closed pool as ErrClosed too) — their near-zero samples
+	// would pull the quantiles down.
+	done := ctx.Err() != nil
 	t0 := time.Now()
 	c, err := l.pool.acquire(ctx)
 	t1 := time.Now()
-	l.m.txStage.WithLabelValues(op, "acquire").Observe(t1.Sub(t0).Seconds())
+	if !done && !errors.Is(err, ErrClosed) {
+		l.m.txStage.WithLabelValues(op, "acquire").Observe(t1.Sub(t0).Seconds())
+	}
 	if err != nil {
 		return err
 	}

@@ -91,10 +91,16 @@ func dropSchemaAtCleanup(t *testing.T, schema string) {
 // openTest opens a ledger in a fresh schema, dropped at cleanup.
 func openTest(t *testing.T) *Ledger {
 	t.Helper()
+	return openTestConns(t, 8)
+}
+
+// openTestConns is openTest with a pool of maxConns connections.
+func openTestConns(t *testing.T, maxConns int) *Ledger {
+	t.Helper()
 	needDB(t)
 	schema := randomSchema(t)
 	dropSchemaAtCleanup(t, schema)
-	l, err := Open(t.Context(), testDSN(), Options{Schema: schema, MaxConns: 8})
+	l, err := Open(t.Context(), testDSN(), Options{Schema: schema, MaxConns: maxConns})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -365,14 +371,32 @@ func stageCount(t *testing.T, l *Ledger, op, stage string) uint64 {
 	return m.GetHistogram().GetSampleCount()
 }
 
+// startedCtx is a context that reports the first time its Done channel is
+// asked for: a pool's acquire asks for it once it started (the ledger checks
+// Err before it, never Done), so the context can be ended during the acquire
+// without a timer.
+type startedCtx struct {
+	context.Context
+	once    sync.Once
+	started chan struct{}
+}
+
+func (c *startedCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.started) })
+	return c.Context.Done()
+}
+
 // Every attempt of a group's transaction observes the stages it reached,
 // failed or not, so a retried transaction's first try shows in
-// rankgate_ledger_tx_stage_seconds too.
+// rankgate_ledger_tx_stage_seconds too; an acquire that waited for nothing
+// (a context done before it, a closed ledger) observes nothing.
 func TestTxStagesObserveFailedAttempts(t *testing.T) {
 	t.Parallel()
 	needDB(t)
+	group := []GroupEvent{{Event: sumEv("e1", "f", "u1", 1), Rules: sumTie}, {Event: sumEv("e2", "f", "u2", 1), Rules: sumTie}}
 	tests := []struct {
-		name string
+		name     string
+		maxConns int // the pool's size (0: openTest's)
 		// run records what the case needs and returns RecordGroup's error.
 		run       func(t *testing.T, l *Ledger) error
 		wantErr   error
@@ -395,13 +419,52 @@ func TestTxStagesObserveFailedAttempts(t *testing.T) {
 			wantStage: map[string]uint64{"acquire": 2, "statements": 2, "commit": 1},
 		},
 		{
-			// The caller gave up: the pool refuses the connection at once.
+			// The context was done before the acquire: the pool refuses the
+			// connection at once, a wait of nothing.
 			name: "acquire of a cancelled caller",
 			run: func(t *testing.T, l *Ledger) error {
 				ctx, cancel := context.WithCancel(t.Context())
 				cancel()
-				_, err := l.RecordGroup(ctx, []GroupEvent{{Event: sumEv("e1", "f", "u1", 1), Rules: sumTie},
-					{Event: sumEv("e2", "f", "u2", 1), Rules: sumTie}})
+				_, err := l.RecordGroup(ctx, group)
+				return err
+			},
+			wantErr:   context.Canceled,
+			wantStage: map[string]uint64{"acquire": 0, "statements": 0, "commit": 0},
+		},
+		{
+			// A closed ledger refuses the connection at once.
+			name: "acquire of a closed ledger",
+			run: func(t *testing.T, l *Ledger) error {
+				l.Close()
+				_, err := l.RecordGroup(t.Context(), group)
+				return err
+			},
+			wantErr:   ErrClosed,
+			wantStage: map[string]uint64{"acquire": 0, "statements": 0, "commit": 0},
+		},
+		{
+			// The pool's one connection is held: the acquire waits until its
+			// context ends (cancelled once the acquire started), a real if
+			// truncated wait.
+			name:     "acquire cut off while waiting",
+			maxConns: 1,
+			run: func(t *testing.T, l *Ledger) error {
+				held, err := l.pool.acquire(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.Release()
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				sc := &startedCtx{Context: ctx, started: make(chan struct{})}
+				go func() {
+					select {
+					case <-sc.started:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+				_, err = l.RecordGroup(sc, group)
 				return err
 			},
 			wantErr:   context.Canceled,
@@ -411,7 +474,7 @@ func TestTxStagesObserveFailedAttempts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l := openTest(t)
+			l := openTestConns(t, cmp.Or(tc.maxConns, 8))
 			if err := tc.run(t, l); !errors.Is(err, tc.wantErr) {
 				t.Fatalf("RecordGroup: %v, want %v", err, tc.wantErr)
 			}

@@ -29,7 +29,7 @@ func newMetrics(p *pool) *metrics {
 		}, []string{"op"}),
 		txStage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "rankgate_ledger_tx_stage_seconds",
-			Help:    "One attempt of a ledger transaction by stage, for the writers that send BEGIN with their first batch (record_group): acquire (waiting for a pool connection), statements (BEGIN to the last statement's answer), commit (the COMMIT round trip: the WAL flush). Every attempt observes the stages it reached, a failed one (a retried transaction's first try) included.",
+			Help:    "One attempt of a ledger transaction by stage, for the writers that send BEGIN with their first batch (record_group): acquire (waiting for a pool connection), statements (BEGIN to the last statement's answer), commit (the COMMIT round trip: the WAL flush). Every attempt observes the stages it reached, a failed one (a retried transaction's first try) included; an acquire cut off by its context's deadline or cancellation observes its wait up to then (a real, if truncated, wait), but an acquire whose context was done before it started or whose pool was closed observes nothing (it waited for nothing).",
 			Buckets: []float64{.0005, .001, .002, .004, .007, .01, .015, .02, .03, .05, .075, .1, .15, .25, .5, 1, 2.5},
 		}, []string{"op", "stage"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
