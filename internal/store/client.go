@@ -122,7 +122,7 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 		tracing(node, o.TracerProvider)
 		addr := node.Options().Addr
 		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: addr,
-			failedAt: health.record(addr), slotsTimeout: slotsTimeout})
+			health: health, failedAt: health.record(addr), down: health.downRecord(addr), slotsTimeout: slotsTimeout})
 		node.AddHook(waitHook{addr: node.Options().Addr})
 	})
 	return c, nil
@@ -165,7 +165,9 @@ func isClusterNode(c *redis.Client, o ClientOptions) (bool, error) {
 // next node at once), and any node's CLUSTER SLOTS is bounded by
 // slotsTimeout. "Failed" is whatever the node's NodeHealth record holds: this
 // hook's own timeouts and failed dials, and the network errors and timeouts
-// of the rueidis read transport's reads of that node (Store.afterFailure).
+// of the rueidis read transport's reads of that node (Store.afterFailure) —
+// unless every node the record knows failed within slotsSkip: then the node
+// is asked all the same, bounded by slotsTimeout, rather than no node at all.
 type reloadOnDialError struct {
 	cluster *redis.ClusterClient
 	log     *slog.Logger
@@ -173,7 +175,11 @@ type reloadOnDialError struct {
 	// failedAt: this node's record in the NodeHealth shared with the
 	// Store — when a command to it last timed out or met a network error
 	// (either transport) or a dial to it failed (unix ns; 0: never).
-	failedAt     *atomic.Int64
+	failedAt *atomic.Int64
+	// down: the node's down time in the same record (a failed dial marks
+	// it: the rueidis transport leaves the node to go-redis for a while).
+	down         *atomic.Int64
+	health       *NodeHealth
 	slotsTimeout time.Duration
 }
 
@@ -190,6 +196,7 @@ func (h reloadOnDialError) DialHook(next redis.DialHook) redis.DialHook {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
 			markFailed(h.failedAt)
+			markFailed(h.down)
 			h.log.Warn("redis dial failed; reloading slot map", "addr", addr, "err", err)
 			h.cluster.ReloadState(context.WithoutCancel(ctx))
 		}
@@ -205,7 +212,7 @@ func slotMapQuery(cmd redis.Cmder) bool {
 
 // querySlots runs a slot-map query, unless the node failed just now.
 func (h reloadOnDialError) querySlots(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder) error {
-	if ago, ok := failedWithin(h.failedAt, slotsSkip); ok {
+	if ago, ok := failedWithin(h.failedAt, slotsSkip); ok && h.health.othersClear(h.addr, slotsSkip) {
 		err := fmt.Errorf("redis %s: not asked for the slot map: it failed %s ago", h.addr, ago.Round(time.Millisecond))
 		cmd.SetErr(err)
 		return err

@@ -73,13 +73,14 @@ type directClient struct {
 	err      error          // the last dial's error
 	failedAt time.Time
 	ready    chan struct{} // closed when the dial under way ends
-	// brokeAt: the master's record in the shared NodeHealth — when a read
-	// of its rueidis client last met a network error or timeout (a dead,
-	// cut-off or stopped master), or go-redis's client of it timed out or
-	// failed to dial. For the retry interval after it the master's reads go
-	// through go-redis, whose pool fails fast after dial errors: rueidis
-	// redials inside the next read, and every read of that master would wait
-	// for the dial to its own deadline.
+	// brokeAt: the master's down time in the shared NodeHealth — when a
+	// read of its rueidis client last met a network error or timeout (a
+	// dead, cut-off or stopped master), or go-redis failed to dial it (a
+	// go-redis command that merely timed out does not count: a slow script
+	// says nothing about the reads). For the retry interval after it the
+	// master's reads go through go-redis, whose pool fails fast after dial
+	// errors: rueidis redials inside the next read, and every read of that
+	// master would wait for the dial to its own deadline.
 	brokeAt *atomic.Int64
 	// goneAt: when a prune pass first found the address no master (zero:
 	// a master at the last pass).
@@ -127,7 +128,7 @@ func (d *directClients) get(node *redis.Client) (c rueidis.Client, ready <-chan 
 
 // newClient is the entry of addr's client before its first dial.
 func (d *directClients) newClient(addr string) *directClient {
-	return &directClient{brokeAt: d.health.record(addr)}
+	return &directClient{brokeAt: d.health.downRecord(addr)}
 }
 
 // brokeJustNow: dc's master failed within the retry interval.
@@ -136,9 +137,9 @@ func (d *directClients) brokeJustNow(dc *directClient) bool {
 	return ok
 }
 
-// errBroken: a master failed within the retry interval (a read of its
-// rueidis client met a connection failure, or go-redis's client of it timed
-// out or failed to dial); its reads go through go-redis meanwhile.
+// errBroken: a master looked unreachable within the retry interval (a read
+// of its rueidis client met a connection failure, or go-redis failed to
+// dial it); its reads go through go-redis meanwhile.
 var errBroken = errors.New("store: the master's read connection failed just now")
 
 // broke notes that a read of addr's rueidis client met a connection

@@ -6,13 +6,19 @@ import (
 	"time"
 )
 
-// NodeHealth records, per node address, when a command to that node last
-// timed out or met a network error, or a dial to it failed — whichever
-// transport saw it: go-redis's node clients (reloadOnDialError) and the
-// rueidis read transport (Store.afterFailure). Both read it back: a
-// slot-map reload does not ask a node that failed within slotsSkip for
-// CLUSTER SLOTS, and the rueidis transport sends a master's reads through
-// go-redis for its retry interval after that master failed.
+// NodeHealth records, per node address, when that node last failed, as
+// whichever transport saw it — go-redis's node clients (reloadOnDialError)
+// and the rueidis read transport (Store.afterFailure) — in two times:
+//
+//   - failed: a command to it timed out or met a network error, or a dial to
+//     it failed. A slot-map reload does not ask a node that failed within
+//     slotsSkip for CLUSTER SLOTS (unless every node it knows failed then).
+//   - down: a dial to it failed, or a rueidis read of it met a network error
+//     or timeout — the node looks unreachable, not merely slow. For the
+//     rueidis retry interval after that, its reads go through go-redis,
+//     whose pool fails fast after dial errors (rueidis would redial inside
+//     every read). A go-redis command that only timed out (a slow script, a
+//     busy master) does not take the master's reads off rueidis.
 //
 // Share one between NewClient (ClientOptions.Health) and New
 // (Options.Health) — and the replica-reading client, whose nodes are the
@@ -20,27 +26,58 @@ import (
 // next reload. The zero value is ready to use; nil fields make their own.
 type NodeHealth struct {
 	mu sync.Mutex
-	at map[string]*atomic.Int64
+	at map[string]*nodeRecord
 }
 
-// record is addr's failure time (unix ns; 0: never), made on first use.
-// Callers keep the pointer: reading it is lock-free.
-func (h *NodeHealth) record(addr string) *atomic.Int64 {
+// nodeRecord: a node's failed and down times (unix ns; 0: never).
+type nodeRecord struct{ failed, down atomic.Int64 }
+
+// node is addr's record, made on first use. Callers keep the pointers it
+// gives: reading them is lock-free.
+func (h *NodeHealth) node(addr string) *nodeRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.at == nil {
-		h.at = map[string]*atomic.Int64{}
+		h.at = map[string]*nodeRecord{}
 	}
 	r := h.at[addr]
 	if r == nil {
-		r = new(atomic.Int64)
+		r = new(nodeRecord)
 		h.at[addr] = r
 	}
 	return r
 }
 
-// failed notes that addr failed now.
-func (h *NodeHealth) failed(addr string) { markFailed(h.record(addr)) }
+// record is addr's failed time.
+func (h *NodeHealth) record(addr string) *atomic.Int64 { return &h.node(addr).failed }
+
+// downRecord is addr's down time.
+func (h *NodeHealth) downRecord(addr string) *atomic.Int64 { return &h.node(addr).down }
+
+// failed notes that addr failed now and looks unreachable (both times).
+func (h *NodeHealth) failed(addr string) {
+	r := h.node(addr)
+	markFailed(&r.failed)
+	markFailed(&r.down)
+}
+
+// othersClear reports whether some node other than addr has not failed
+// within d: a reload that leaves addr out has another node to ask. When
+// every node it knows failed just now (a stall of the gateway itself can
+// time out every read at once), the reload asks them all rather than none.
+func (h *NodeHealth) othersClear(addr string, d time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for a, r := range h.at {
+		if a == addr {
+			continue
+		}
+		if _, recent := failedWithin(&r.failed, d); !recent {
+			return true
+		}
+	}
+	return false
+}
 
 // markFailed stores now in a node's failure record.
 func markFailed(r *atomic.Int64) { r.Store(time.Now().UnixNano()) }

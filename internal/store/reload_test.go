@@ -72,15 +72,18 @@ func clusterSlots(c *redis.Client) error {
 }
 
 // hooked is a one-connection client of addr with the cluster node hook,
-// which keeps addr's record in health.
+// which keeps addr's record in health. health also knows a node that never
+// failed (the cluster client's seed), as a cluster's record does: a reload
+// that leaves addr out has another node to ask.
 func hooked(t *testing.T, addr string, readTimeout time.Duration, health *NodeHealth) *redis.Client {
 	t.Helper()
+	health.record("127.0.0.1:1")
 	// The cluster client only receives reload requests: nothing listens there.
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, DialTimeout: 100 * time.Millisecond})
 	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout, PoolSize: 1, ContextTimeoutEnabled: true,
 		MaxRetries: -1, Protocol: 2, DisableIdentity: true})
 	c.AddHook(reloadOnDialError{cluster: cc, log: slog.New(slog.DiscardHandler), addr: addr,
-		failedAt: health.record(addr), slotsTimeout: 200 * time.Millisecond})
+		health: health, failedAt: health.record(addr), down: health.downRecord(addr), slotsTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close(); _ = cc.Close() })
 	return c
 }
@@ -135,28 +138,79 @@ func TestSlotMapReloadPassesAHungNode(t *testing.T) {
 type upClient struct{ rueidis.Client }
 
 // TestNodeHealthSharedByTransports: go-redis's node client and the rueidis
-// read transport keep one failure record per node. A command go-redis sent
-// to a hung master timed out: for the retry interval that master's reads
-// skip its rueidis client (errBroken: they go through go-redis), as after a
-// failure of the rueidis client itself. (The other way round, a rueidis
-// failure keeping the node out of go-redis's slot-map reload:
+// read transport keep one failure record per node. What go-redis saw of a
+// master decides whether its reads leave rueidis for the retry interval
+// (errBroken: they go through go-redis): a failed dial does (the master looks
+// unreachable, and rueidis would redial inside every read); a command that
+// only timed out does not (a slow script on a live master says nothing about
+// its reads) — yet both keep the node out of the next slot-map reload. (A
+// rueidis failure keeping the node out of go-redis's slot-map reload:
 // TestRueidisFailureKeepsNodeOutOfSlotReload.)
 func TestNodeHealthSharedByTransports(t *testing.T) {
 	t.Parallel()
-	addr, _ := hungNode(t)
+	hung, _ := hungNode(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := l.Addr().String()
+	_ = l.Close() // nothing listens there now: dials are refused
+	cases := []struct {
+		name       string
+		addr       string
+		wantBroken bool
+	}{
+		{"a command timed out on a hung master", hung, false},
+		{"a dial was refused", refused, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			health := new(NodeHealth)
+			node := hooked(t, c.addr, 100*time.Millisecond, health)
+			d := newDirectClients(slog.New(slog.DiscardHandler), prometheus.NewCounter(prometheus.CounterOpts{Name: "dial_errors"}), health)
+			dc := d.newClient(c.addr)
+			dc.c = upClient{}
+			d.clients[c.addr] = dc
+			if rc, _, err := d.get(node); rc == nil || err != nil {
+				t.Fatalf("rueidis client of a master that never failed: %v, %v", rc, err)
+			}
+			if err := node.Get(context.Background(), "k").Err(); err == nil {
+				t.Fatal("GET answered")
+			}
+			rc, _, err := d.get(node)
+			if broken := errors.Is(err, errBroken); broken != c.wantBroken || broken == (rc != nil) {
+				t.Fatalf("rueidis client right after go-redis's GET failed: %v, %v; want broken %v", rc, err, c.wantBroken)
+			}
+			if err := clusterSlots(node); err == nil || !strings.Contains(err.Error(), "not asked for the slot map") {
+				t.Fatalf("slot-map query right after: %v; want the node left out", err)
+			}
+		})
+	}
+}
+
+// TestSlotMapReloadAsksAllWhenAllFailed: a node that failed just now is left
+// out of a slot-map reload only while the record knows another node that did
+// not — when every node failed at once (a stall of the gateway itself), the
+// reload asks them anyway, each bounded by its own deadline, rather than none.
+func TestSlotMapReloadAsksAllWhenAllFailed(t *testing.T) {
+	t.Parallel()
+	addr, received := hungNode(t)
 	health := new(NodeHealth)
 	c := hooked(t, addr, 100*time.Millisecond, health)
-	d := newDirectClients(slog.New(slog.DiscardHandler), prometheus.NewCounter(prometheus.CounterOpts{Name: "dial_errors"}), health)
-	dc := d.newClient(addr)
-	dc.c = upClient{}
-	d.clients[addr] = dc
-	if rc, _, err := d.get(c); rc == nil || err != nil {
-		t.Fatalf("rueidis client of a master that never failed: %v, %v", rc, err)
+	health.failed(addr)
+	if err := clusterSlots(c); err == nil || !strings.Contains(err.Error(), "not asked for the slot map") {
+		t.Fatalf("slot-map query while another node is clear: %v; want it left out", err)
 	}
-	if err := c.Get(context.Background(), "k").Err(); !timedOut(err) {
-		t.Fatalf("GET on a hung node: %v, want a timeout", err)
+	health.failed("127.0.0.1:1") // the other node fails too
+	before := len(received())
+	if err := clusterSlots(c); !timedOut(err) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slot-map query when every node failed just now: %v; want it asked (and timed out: the node hangs)", err)
 	}
-	if rc, _, err := d.get(c); rc != nil || !errors.Is(err, errBroken) {
-		t.Fatalf("rueidis client right after go-redis timed out on its master: %v, %v; want %v", rc, err, errBroken)
+	for i := 0; len(received()) == before; i++ { // the connection's handshake, at least
+		if i == 100 {
+			t.Fatal("the node was never sent anything: the query did not go out")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
