@@ -120,7 +120,7 @@ func newMetrics(reg prometheus.Registerer, directClients func() float64) (*metri
 	}
 	m.directDialErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "rankgate_redis_direct_dial_errors_total",
-		Help: "Failures of a master's rueidis read client (read transport rueidis): a failed dial, or a read that met a network error or timeout on its connection; for a second after either (or after go-redis's client of that master timed out or failed to dial) its reads go through go-redis, then the client is used (or dialled) again.",
+		Help: "Failures of a master's rueidis read client (read transport rueidis): a failed dial, or a read that met a network error or timeout on its connection; for a second after either (or after go-redis failed to dial that master; not after a go-redis command merely timed out) its reads go through go-redis, then the client is used (or dialled) again.",
 	})
 	m.directClients = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "rankgate_redis_direct_clients",
