@@ -122,7 +122,8 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 		tracing(node, o.TracerProvider)
 		addr := node.Options().Addr
 		node.AddHook(reloadOnDialError{cluster: c, log: log, addr: addr,
-			health: health, failedAt: health.record(addr), down: health.downRecord(addr), slotsTimeout: slotsTimeout})
+			health: health, failedAt: health.record(addr), down: health.downRecord(addr), answered: health.answeredRecord(addr),
+			slotsTimeout: slotsTimeout})
 		node.AddHook(waitHook{addr: node.Options().Addr})
 	})
 	return c, nil
@@ -178,17 +179,24 @@ type reloadOnDialError struct {
 	failedAt *atomic.Int64
 	// down: the node's down time in the same record (a failed dial marks
 	// it: the rueidis transport leaves the node to go-redis for a while).
-	down         *atomic.Int64
+	down *atomic.Int64
+	// answered: when the node last answered a slot-map query (the nodes
+	// othersClear may count on).
+	answered     *atomic.Int64
 	health       *NodeHealth
 	slotsTimeout time.Duration
 }
 
 // slotsSkip: how long after a timeout or a failed dial a node is left out of
 // slot-map reloads; maxSlotsTimeout bounds one node's CLUSTER SLOTS during a
-// reload (the read timeout when it is shorter).
+// reload (the read timeout when it is shorter); slotsLive: how recently
+// another node must have answered a slot-map query for a failed node to be
+// left out (go-redis asks one node per reload, in random order: at the
+// default 1-s reload interval each of six nodes answers every few seconds).
 const (
 	slotsSkip       = time.Second
 	maxSlotsTimeout = 500 * time.Millisecond
+	slotsLive       = 30 * time.Second
 )
 
 func (h reloadOnDialError) DialHook(next redis.DialHook) redis.DialHook {
@@ -212,15 +220,25 @@ func slotMapQuery(cmd redis.Cmder) bool {
 
 // querySlots runs a slot-map query, unless the node failed just now.
 func (h reloadOnDialError) querySlots(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder) error {
-	if ago, ok := failedWithin(h.failedAt, slotsSkip); ok && h.health.othersClear(h.addr, slotsSkip) {
+	if ago, ok := failedWithin(h.failedAt, slotsSkip); ok && h.health.othersClear(h.addr, slotsSkip, slotsLive) {
 		err := fmt.Errorf("redis %s: not asked for the slot map: it failed %s ago", h.addr, ago.Round(time.Millisecond))
 		cmd.SetErr(err)
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.slotsTimeout)
+	if err := ctx.Err(); err != nil {
+		// The reload's own deadline passed while other nodes were asked:
+		// that says nothing about this node, which is not asked (go-redis
+		// would fail it without a word on the wire) and not marked.
+		cmd.SetErr(err)
+		return err
+	}
+	qctx, cancel := context.WithTimeout(ctx, h.slotsTimeout)
 	defer cancel()
-	err := next(ctx, cmd)
-	if timedOut(err) {
+	err := next(qctx, cmd)
+	switch {
+	case err == nil:
+		markFailed(h.answered) // a time, like the others
+	case timedOut(err) && ctx.Err() == nil: // its own time ran out, not the reload's
 		markFailed(h.failedAt)
 	}
 	return err

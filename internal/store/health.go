@@ -12,7 +12,8 @@ import (
 //
 //   - failed: a command to it timed out or met a network error, or a dial to
 //     it failed. A slot-map reload does not ask a node that failed within
-//     slotsSkip for CLUSTER SLOTS (unless every node it knows failed then).
+//     slotsSkip for CLUSTER SLOTS (unless no other node that answered one
+//     lately is clear).
 //   - down: a dial to it failed, or a rueidis read of it met a network error
 //     or timeout — the node looks unreachable, not merely slow. For the
 //     rueidis retry interval after that, its reads go through go-redis,
@@ -29,8 +30,9 @@ type NodeHealth struct {
 	at map[string]*nodeRecord
 }
 
-// nodeRecord: a node's failed and down times (unix ns; 0: never).
-type nodeRecord struct{ failed, down atomic.Int64 }
+// nodeRecord: a node's failed and down times, and when it last answered a
+// slot-map query (unix ns; 0: never).
+type nodeRecord struct{ failed, down, answered atomic.Int64 }
 
 // node is addr's record, made on first use. Callers keep the pointers it
 // gives: reading them is lock-free.
@@ -61,18 +63,27 @@ func (h *NodeHealth) failed(addr string) {
 	markFailed(&r.down)
 }
 
-// othersClear reports whether some node other than addr has not failed
-// within d: a reload that leaves addr out has another node to ask. When
-// every node it knows failed just now (a stall of the gateway itself can
-// time out every read at once), the reload asks them all rather than none.
-func (h *NodeHealth) othersClear(addr string, d time.Duration) bool {
+// answeredRecord is addr's last answer to a slot-map query.
+func (h *NodeHealth) answeredRecord(addr string) *atomic.Int64 { return &h.node(addr).answered }
+
+// othersClear reports whether some node other than addr answered a slot-map
+// query within live and has not failed within d: a reload that leaves addr
+// out has another node to ask. Addresses that are not (or no longer) nodes —
+// a seed's name, a departed node — stop counting once their last answer is
+// older than live. When no such node is left (a stall of the gateway itself
+// can time out every node at once), the reload asks them all rather than
+// none.
+func (h *NodeHealth) othersClear(addr string, d, live time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for a, r := range h.at {
 		if a == addr {
 			continue
 		}
-		if _, recent := failedWithin(&r.failed, d); !recent {
+		if _, recent := failedWithin(&r.failed, d); recent {
+			continue
+		}
+		if _, alive := failedWithin(&r.answered, live); alive {
 			return true
 		}
 	}

@@ -71,19 +71,23 @@ func clusterSlots(c *redis.Client) error {
 	return c.ClusterSlots(context.Background()).Err()
 }
 
+// otherNode stands for the cluster's other nodes in a NodeHealth.
+const otherNode = "127.0.0.1:1"
+
 // hooked is a one-connection client of addr with the cluster node hook,
-// which keeps addr's record in health. health also knows a node that never
-// failed (the cluster client's seed), as a cluster's record does: a reload
-// that leaves addr out has another node to ask.
+// which keeps addr's record in health. health also knows another node that
+// answered a slot-map query just now and never failed, as a cluster's record
+// does: a reload that leaves addr out has another node to ask.
 func hooked(t *testing.T, addr string, readTimeout time.Duration, health *NodeHealth) *redis.Client {
 	t.Helper()
-	health.record("127.0.0.1:1")
+	markFailed(health.answeredRecord(otherNode))
 	// The cluster client only receives reload requests: nothing listens there.
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, DialTimeout: 100 * time.Millisecond})
 	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout, PoolSize: 1, ContextTimeoutEnabled: true,
 		MaxRetries: -1, Protocol: 2, DisableIdentity: true})
 	c.AddHook(reloadOnDialError{cluster: cc, log: slog.New(slog.DiscardHandler), addr: addr,
-		health: health, failedAt: health.record(addr), down: health.downRecord(addr), slotsTimeout: 200 * time.Millisecond})
+		health: health, failedAt: health.record(addr), down: health.downRecord(addr), answered: health.answeredRecord(addr),
+		slotsTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close(); _ = cc.Close() })
 	return c
 }
@@ -190,27 +194,79 @@ func TestNodeHealthSharedByTransports(t *testing.T) {
 }
 
 // TestSlotMapReloadAsksAllWhenAllFailed: a node that failed just now is left
-// out of a slot-map reload only while the record knows another node that did
-// not — when every node failed at once (a stall of the gateway itself), the
-// reload asks them anyway, each bounded by its own deadline, rather than none.
+// out of a slot-map reload only while the record knows another node that
+// answered a slot-map query lately and did not fail — when every node failed
+// at once (a stall of the gateway itself), or the only other addresses are
+// not live nodes (a seed's name, a departed node), the reload asks the node
+// anyway, bounded by its own deadline, rather than no node at all.
 func TestSlotMapReloadAsksAllWhenAllFailed(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		other func(h *NodeHealth) // what the record says of the other node
+		asked bool
+	}{
+		{"another node answered lately and is clear", func(h *NodeHealth) {}, false},
+		{"the other node failed too", func(h *NodeHealth) { h.failed(otherNode) }, true},
+		{"the other node never answered", func(h *NodeHealth) { h.answeredRecord(otherNode).Store(0) }, true},
+		{"the other node answered long ago", func(h *NodeHealth) {
+			h.answeredRecord(otherNode).Store(time.Now().Add(-2 * slotsLive).UnixNano())
+		}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			addr, received := hungNode(t)
+			health := new(NodeHealth)
+			node := hooked(t, addr, 100*time.Millisecond, health)
+			health.failed(addr)
+			c.other(health)
+			before := len(received())
+			err := clusterSlots(node)
+			if skipped := err != nil && strings.Contains(err.Error(), "not asked for the slot map"); skipped == c.asked {
+				t.Fatalf("slot-map query: %v; want asked %v", err, c.asked)
+			}
+			if !c.asked {
+				return
+			}
+			if !timedOut(err) && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("slot-map query of a hung node: %v; want a timeout", err)
+			}
+			for i := 0; len(received()) == before; i++ { // the connection's handshake, at least
+				if i == 100 {
+					t.Fatal("the node was never sent anything: the query did not go out")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestSlotMapQueryAfterTheReloadsDeadline: a node asked for the slot map
+// after the reload's own deadline passed (other nodes used it up) is neither
+// sent anything nor marked failed — the expired deadline says nothing of it.
+func TestSlotMapQueryAfterTheReloadsDeadline(t *testing.T) {
 	t.Parallel()
 	addr, received := hungNode(t)
 	health := new(NodeHealth)
-	c := hooked(t, addr, 100*time.Millisecond, health)
-	health.failed(addr)
-	if err := clusterSlots(c); err == nil || !strings.Contains(err.Error(), "not asked for the slot map") {
-		t.Fatalf("slot-map query while another node is clear: %v; want it left out", err)
+	node := hooked(t, addr, time.Second, health)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	//lint:ignore SA1019 CLUSTER SLOTS is what go-redis's cluster client runs to reload its slot map: the command under test.
+	if err := node.ClusterSlots(ctx).Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slot-map query under a reload that is over: %v; want its context's error", err)
 	}
-	health.failed("127.0.0.1:1") // the other node fails too
-	before := len(received())
-	if err := clusterSlots(c); !timedOut(err) && !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("slot-map query when every node failed just now: %v; want it asked (and timed out: the node hangs)", err)
+	if ago, failed := failedWithin(health.record(addr), slotsSkip); failed {
+		t.Fatalf("the node was marked failed %s ago by a reload that was over", ago)
 	}
-	for i := 0; len(received()) == before; i++ { // the connection's handshake, at least
-		if i == 100 {
-			t.Fatal("the node was never sent anything: the query did not go out")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if got := received(); got != "" {
+		t.Fatalf("the node received %q", got)
+	}
+	// A query that did go out and timed out on its own time marks it.
+	if err := clusterSlots(node); !timedOut(err) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slot-map query of a hung node: %v; want a timeout", err)
+	}
+	if _, failed := failedWithin(health.record(addr), slotsSkip); !failed {
+		t.Fatal("a slot-map query that timed out did not mark the node")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -167,12 +168,14 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	if o.ReadClientPrune <= 0 {
 		o.ReadClientPrune = DefaultReadClientPrune
 	}
-	var direct *directClients // set below for the rueidis transport
+	// direct: set below for the rueidis transport; atomic, for a scrape of
+	// the registry may read it while New still builds it.
+	var direct atomic.Pointer[directClients]
 	m, err := newMetrics(o.Registerer, func() float64 {
-		if direct == nil {
-			return 0
+		if d := direct.Load(); d != nil {
+			return float64(d.count())
 		}
-		return float64(direct.count())
+		return 0
 	})
 	if err != nil {
 		return nil, err
@@ -184,12 +187,13 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 		if health == nil {
 			health = new(NodeHealth)
 		}
-		direct = newDirectClients(o.Logger, m.directDialErrors, health)
-		direct.timeout, direct.pruneEvery = o.Timeout, o.ReadClientPrune
+		d := newDirectClients(o.Logger, m.directDialErrors, health)
+		d.timeout, d.pruneEvery = o.Timeout, o.ReadClientPrune
 		if cc, ok := rw.(*redis.ClusterClient); ok {
-			direct.masters = func(ctx context.Context) (map[string]bool, error) { return masterAddrs(ctx, cc) }
+			d.masters = func(ctx context.Context) (map[string]bool, error) { return masterAddrs(ctx, cc) }
 		}
-		st.direct = direct
+		st.direct = d
+		direct.Store(d)
 		if o.TracerProvider != nil {
 			st.tracer = o.TracerProvider.Tracer(TracerName)
 		}
