@@ -340,11 +340,23 @@ func TestRueidisFailureKeepsNodeOutOfSlotReload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x, y := node.Options().Addr, ""
+			x, y, otherKey := node.Options().Addr, "", ""
 			for j := 0; y == "" || y == x; j++ {
-				if y = s.NodeOf(ctx, fmt.Sprintf("%s:other:%d", prefix, j)); j == 1000 {
+				otherKey = fmt.Sprintf("%s:other:%d", prefix, j)
+				if y = s.NodeOf(ctx, otherKey); j == 1000 {
 					t.Fatalf("no key off master %s", x)
 				}
+			}
+			// Y answered a slot-map query lately, as the nodes of a running
+			// gateway do (a reload asks one node per interval): a reload that
+			// leaves X out has Y to ask.
+			yNode, err := cc.MasterForKey(ctx, otherKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			//lint:ignore SA1019 CLUSTER SLOTS is what go-redis's cluster client reloads its slot map with.
+			if err := yNode.ClusterSlots(ctx).Err(); err != nil {
+				t.Fatalf("CLUSTER SLOTS to %s: %v", y, err)
 			}
 			var mu sync.Mutex
 			var conn *faultyConn
