@@ -588,9 +588,9 @@ func (r *Reader) Around(ctx context.Context, op string, b *Board, enc rank.Encod
 	// limits[i]: how many entries on either side shard i was asked for.
 	limits := make([]int, n)
 	for i := range limits {
-		limits[i] = reads[i].Seek.Limit
-		if r.Scripts || res[i].Err == nil && res[i].Open {
-			limits[i] = radius + 1 // scriptAgain asks an open shard with a
+		limits[i] = reads[i].Seek.Limit // radius+1 for a script read
+		if res[i].Err == nil && res[i].Open {
+			limits[i] = radius + 1 // scriptAgain asks it again with a script
 		}
 	}
 	if missing, err = r.scriptAgain(ctx, op, b, reads, res, missing, script); err != nil {

@@ -199,7 +199,7 @@ func (s *Store) readPipeline(ctx context.Context, c redis.UniversalClient, reads
 		cmds[i] = s.queueRead(ctx, pipe, &reads[i], ro)
 	}
 	if direct {
-		s.m.directReads.WithLabelValues(TransportGoRedis).Inc()
+		s.m.directGoRedis.Inc()
 	}
 	all, _ := pipe.Exec(ctx) // per-command errors are read below
 	if direct && ctx.Err() == nil {

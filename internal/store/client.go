@@ -203,8 +203,8 @@ func (h reloadOnDialError) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
-			markFailed(h.failedAt)
-			markFailed(h.down)
+			stampNow(h.failedAt)
+			stampNow(h.down)
 			h.log.Warn("redis dial failed; reloading slot map", "addr", addr, "err", err)
 			h.cluster.ReloadState(context.WithoutCancel(ctx))
 		}
@@ -220,7 +220,7 @@ func slotMapQuery(cmd redis.Cmder) bool {
 
 // querySlots runs a slot-map query, unless the node failed just now.
 func (h reloadOnDialError) querySlots(ctx context.Context, next redis.ProcessHook, cmd redis.Cmder) error {
-	if ago, ok := failedWithin(h.failedAt, slotsSkip); ok && h.health.othersClear(h.addr, slotsSkip, slotsLive) {
+	if ago, ok := stampedWithin(h.failedAt, slotsSkip); ok && h.health.othersClear(h.addr, slotsSkip, slotsLive) {
 		err := fmt.Errorf("redis %s: not asked for the slot map: it failed %s ago", h.addr, ago.Round(time.Millisecond))
 		cmd.SetErr(err)
 		return err
@@ -237,9 +237,9 @@ func (h reloadOnDialError) querySlots(ctx context.Context, next redis.ProcessHoo
 	err := next(qctx, cmd)
 	switch {
 	case err == nil:
-		markFailed(h.answered) // a time, like the others
+		stampNow(h.answered)
 	case timedOut(err) && ctx.Err() == nil: // its own time ran out, not the reload's
-		markFailed(h.failedAt)
+		stampNow(h.failedAt)
 	}
 	return err
 }
@@ -275,7 +275,7 @@ func (h reloadOnDialError) maybeReload(ctx context.Context, err error) {
 	}
 	timeout := timedOut(err)
 	if timeout {
-		markFailed(h.failedAt)
+		stampNow(h.failedAt)
 	}
 	if timeout || redis.HasErrorPrefix(err, "CLUSTERDOWN") {
 		h.cluster.ReloadState(context.WithoutCancel(ctx))

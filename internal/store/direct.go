@@ -133,7 +133,7 @@ func (d *directClients) newClient(addr string) *directClient {
 
 // brokeJustNow: dc's master failed within the retry interval.
 func (d *directClients) brokeJustNow(dc *directClient) bool {
-	_, ok := failedWithin(dc.brokeAt, d.retry)
+	_, ok := stampedWithin(dc.brokeAt, d.retry)
 	return ok
 }
 
@@ -351,7 +351,7 @@ func (d *directClients) close() {
 // it reports false at the first failed command another route could answer
 // while ctx is live: the caller sends the read again through the cluster.
 func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.Client, reads []ShardRead, out []ShardReply) bool {
-	s.m.directReads.WithLabelValues(TransportRueidis).Inc()
+	s.m.directRueidis.Inc()
 	cmds := make(rueidis.Commands, 0, len(reads)+len(reads)/2)
 	at := make([]int, len(reads)+1) // read i's commands: cmds[at[i]:at[i+1]]
 	var gen []redis.Cmder           // read i's go-redis command (nil: native)
@@ -363,15 +363,11 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 		case r.Kind == ReadPlace:
 			cmds = append(cmds, rc.B().Zcard().Key(r.Key).Build())
 			for _, pr := range r.Probes {
-				cmds = append(cmds,
-					rc.B().Zcount().Key(r.Key).Min(fmtScore(pr.MoreMin)).Max("+inf").Build(),
-					rc.B().Zrange().Key(r.Key).Min(fmtScore(pr.SameMin)).Max(fmtScore(pr.MoreMin-1)).Byscore().Limit(0, r.band()).Withscores().Build())
+				cmds = appendProbe(cmds, rc, r, pr)
 			}
 		case r.Kind == ReadWindow:
 			pr := r.Probes[0]
-			cmds = append(cmds,
-				rc.B().Zcount().Key(r.Key).Min(fmtScore(pr.MoreMin)).Max("+inf").Build(),
-				rc.B().Zrange().Key(r.Key).Min(fmtScore(pr.SameMin)).Max(fmtScore(pr.MoreMin-1)).Byscore().Limit(0, r.band()).Withscores().Build())
+			cmds = appendProbe(cmds, rc, r, pr)
 			if r.Seek.Limit > 0 {
 				lim, sc := int64(r.Seek.Limit), "("+fmtScore(pr.Score)
 				cmds = append(cmds,
@@ -459,6 +455,14 @@ func (s *Store) readRueidis(ctx context.Context, node *redis.Client, rc rueidis.
 	return true
 }
 
+// appendProbe appends a probe's native commands on r's shard: the count of
+// strictly more points, then its points group (at most the band).
+func appendProbe(cmds rueidis.Commands, rc rueidis.Client, r *ShardRead, pr Probe) rueidis.Commands {
+	return append(cmds,
+		rc.B().Zcount().Key(r.Key).Min(fmtScore(pr.MoreMin)).Max("+inf").Build(),
+		rc.B().Zrange().Key(r.Key).Min(fmtScore(pr.SameMin)).Max(fmtScore(pr.MoreMin-1)).Byscore().Limit(0, r.band()).Withscores().Build())
+}
+
 // intReply is a ZCOUNT's or ZCARD's answer.
 func intReply(op string, s *Store, rs rueidisReplies) ShardReply {
 	if err := rs.err(0); err != nil {
@@ -521,8 +525,10 @@ func (r rueidisReplies) len() int { return len(r) }
 // err is the reply's error as go-redis gives it: redis.Nil for a nil reply,
 // an error reply as a redis.Error (so redis.HasErrorPrefix and classify
 // read it), anything else (a dead connection, ctx) as it is.
-func (r rueidisReplies) err(i int) error {
-	err := r[i].Error()
+func (r rueidisReplies) err(i int) error { return goRedisErr(r[i].Error()) }
+
+// goRedisErr is a rueidis reply's error as go-redis gives it (see err).
+func goRedisErr(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -619,14 +625,7 @@ func (redisError) RedisError()     {}
 func fill(cmd redis.Cmder, r rueidis.RedisResult) {
 	msg, err := r.ToMessage()
 	if err != nil {
-		var re *rueidis.RedisError
-		switch {
-		case rueidis.IsRedisNil(err):
-			err = redis.Nil
-		case errors.As(err, &re):
-			err = redisError(re.Error())
-		}
-		cmd.SetErr(err)
+		cmd.SetErr(goRedisErr(err))
 		return
 	}
 	switch c := cmd.(type) {

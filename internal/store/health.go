@@ -59,8 +59,8 @@ func (h *NodeHealth) downRecord(addr string) *atomic.Int64 { return &h.node(addr
 // failed notes that addr failed now and looks unreachable (both times).
 func (h *NodeHealth) failed(addr string) {
 	r := h.node(addr)
-	markFailed(&r.failed)
-	markFailed(&r.down)
+	stampNow(&r.failed)
+	stampNow(&r.down)
 }
 
 // answeredRecord is addr's last answer to a slot-map query.
@@ -80,22 +80,22 @@ func (h *NodeHealth) othersClear(addr string, d, live time.Duration) bool {
 		if a == addr {
 			continue
 		}
-		if _, recent := failedWithin(&r.failed, d); recent {
+		if _, recent := stampedWithin(&r.failed, d); recent {
 			continue
 		}
-		if _, alive := failedWithin(&r.answered, live); alive {
+		if _, alive := stampedWithin(&r.answered, live); alive {
 			return true
 		}
 	}
 	return false
 }
 
-// markFailed stores now in a node's failure record.
-func markFailed(r *atomic.Int64) { r.Store(time.Now().UnixNano()) }
+// stampNow stores now in one of a node's records (failed, down, answered).
+func stampNow(r *atomic.Int64) { r.Store(time.Now().UnixNano()) }
 
-// failedWithin reports whether a node's record says it failed less than d
+// stampedWithin reports whether a node's record was stamped less than d
 // ago, and how long ago.
-func failedWithin(r *atomic.Int64, d time.Duration) (time.Duration, bool) {
+func stampedWithin(r *atomic.Int64, d time.Duration) (time.Duration, bool) {
 	at := r.Load()
 	if at == 0 {
 		return 0, false

@@ -80,7 +80,7 @@ const otherNode = "127.0.0.1:1"
 // does: a reload that leaves addr out has another node to ask.
 func hooked(t *testing.T, addr string, readTimeout time.Duration, health *NodeHealth) *redis.Client {
 	t.Helper()
-	markFailed(health.answeredRecord(otherNode))
+	stampNow(health.answeredRecord(otherNode))
 	// The cluster client only receives reload requests: nothing listens there.
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, DialTimeout: 100 * time.Millisecond})
 	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout, PoolSize: 1, ContextTimeoutEnabled: true,
@@ -256,7 +256,7 @@ func TestSlotMapQueryAfterTheReloadsDeadline(t *testing.T) {
 	if err := node.ClusterSlots(ctx).Err(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("slot-map query under a reload that is over: %v; want its context's error", err)
 	}
-	if ago, failed := failedWithin(health.record(addr), slotsSkip); failed {
+	if ago, failed := stampedWithin(health.record(addr), slotsSkip); failed {
 		t.Fatalf("the node was marked failed %s ago by a reload that was over", ago)
 	}
 	if got := received(); got != "" {
@@ -266,7 +266,7 @@ func TestSlotMapQueryAfterTheReloadsDeadline(t *testing.T) {
 	if err := clusterSlots(node); !timedOut(err) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("slot-map query of a hung node: %v; want a timeout", err)
 	}
-	if _, failed := failedWithin(health.record(addr), slotsSkip); !failed {
+	if _, failed := stampedWithin(health.record(addr), slotsSkip); !failed {
 		t.Fatal("a slot-map query that timed out did not mark the node")
 	}
 }

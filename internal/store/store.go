@@ -91,6 +91,8 @@ type metrics struct {
 	directRetries prometheus.Counter
 	// directReads: reads sent straight to a master, by transport.
 	directReads *prometheus.CounterVec
+	// directRueidis, directGoRedis: its two series, looked up once.
+	directRueidis, directGoRedis prometheus.Counter
 	// directDialErrors: failed dials of a master's rueidis client.
 	directDialErrors prometheus.Counter
 	// directClients: the rueidis clients connected now.
@@ -127,8 +129,8 @@ func newMetrics(reg prometheus.Registerer, directClients func() float64) (*metri
 		Name: "rankgate_redis_direct_clients",
 		Help: "rueidis read clients connected now (read transport rueidis; one connection each, one per master read since start); the client of an address that stopped being a master is closed one to two prune intervals (10 s) later.",
 	}, directClients)
-	m.directReads.WithLabelValues(TransportRueidis)
-	m.directReads.WithLabelValues(TransportGoRedis)
+	m.directRueidis = m.directReads.WithLabelValues(TransportRueidis)
+	m.directGoRedis = m.directReads.WithLabelValues(TransportGoRedis)
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",

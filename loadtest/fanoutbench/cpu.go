@@ -94,9 +94,9 @@ func (c cpuMeter) processCPU(ctx context.Context, gateway string) (float64, erro
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 // cpuPer is a measurement's CPU per completed request, in µs.
-type cpuPer struct{ client, gateway, redis float64 }
+type cpuPer = cpuSample
 
-func (c cpuPer) total() float64 { return c.client + c.gateway + c.redis }
+func (c cpuSample) total() float64 { return c.client + c.gateway + c.redis }
 
 // printCPU prints the CPU per request of every measurement over all rounds,
 // then for each goal num ÷ den ≥ g what Redis's own CPU leaves of it. On a
