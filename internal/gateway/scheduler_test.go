@@ -215,9 +215,22 @@ func TestSchedulerTwoGatewaysLedger(t *testing.T) {
 	if err := state("open")(); err != nil {
 		t.Fatalf("before end + grace: %v", err)
 	}
+	// A step is counted (and its lag observed) when it returns, just after
+	// the state changed: wait for that before moving the clock or stopping
+	// its gateway, or the count and the lag are the test's doing.
+	counted := func(step string) {
+		t.Helper()
+		soon.Eventually(t, 5*time.Second, func() error {
+			if n := stepCount(t, step, "done", gws...); n == 0 {
+				return fmt.Errorf("%s not counted yet", step)
+			}
+			return nil
+		})
+	}
 	clk.JumpTo(freezeAt)
 	// Grace ends: frozen.
 	soon.Eventually(t, 10*time.Second, state("frozen"))
+	counted(StepFreeze)
 	if _, err := gws[0].svc.ApplyEvent(ctx, Event{EventID: "late", Family: "wk", User: "u1", Delta: ptr(int64(1)),
 		At: ptr(end.Add(-time.Hour))}); err == nil {
 		t.Fatal("an event for the frozen week was applied")
@@ -228,6 +241,7 @@ func TestSchedulerTwoGatewaysLedger(t *testing.T) {
 	}
 	clk.JumpTo(settleAt)
 	soon.Eventually(t, 10*time.Second, state("settled"))
+	counted(StepSettle)
 	sv, err := gws[1].svc.SettlementOf(ctx, "wk", week)
 	if err != nil || len(sv.Boards) != 4 || len(sv.Outbox) == 0 {
 		t.Fatalf("settlement: %d boards, %d awards, %v", len(sv.Boards), len(sv.Outbox), err)
@@ -255,13 +269,7 @@ func TestSchedulerTwoGatewaysLedger(t *testing.T) {
 	})
 	clk.JumpTo(archiveAt)
 	soon.Eventually(t, 10*time.Second, state("archived"))
-	// The step is counted when it returns, just after the state changed.
-	soon.Eventually(t, 5*time.Second, func() error {
-		if n := stepCount(t, StepArchive, "done", gws...); n == 0 {
-			return fmt.Errorf("archive not counted yet")
-		}
-		return nil
-	})
+	counted(StepArchive)
 
 	for _, step := range []string{StepFreeze, StepSettle, StepArchive} {
 		if n := stepCount(t, step, "done", gws...); n != 1 {
@@ -320,6 +328,11 @@ func TestSchedulerRedisOnly(t *testing.T) {
 		}
 		if d.State != "frozen" || d.NextStep == nil || d.NextStep.Step != StepArchive || !d.NextStep.At.Equal(end.Add(30*time.Minute)) {
 			return fmt.Errorf("state %s, next %+v", d.State, d.NextStep)
+		}
+		// Counted (and its lag observed) when the step returns, just after
+		// the state changed: before the clock moves on.
+		if n := stepCount(t, StepFreeze, "done", g); n == 0 {
+			return fmt.Errorf("freeze not counted yet")
 		}
 		return nil
 	})
