@@ -303,6 +303,10 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		return err
 	}
 	go svc.RunProjector(ctx, 2*time.Second)
+	// The read index (families with index.enabled): loads the current
+	// period's national boards now, other boards at their first read, and
+	// follows their change feeds until ctx ends.
+	go svc.RunIndex(ctx)
 	var tasks []gateway.Task
 	deliver, err := newDeliverer(cfg, led, getenv, log, reg)
 	if err != nil {

@@ -102,6 +102,9 @@ type Config struct {
 	Awards Awards
 	// Tracing switches OpenTelemetry traces on (internal/telemetry).
 	Tracing Tracing
+	// Index bounds each gateway's in-memory read index of hot boards
+	// (families with index.enabled).
+	Index Index
 	// Families by name; FamilyNames lists the names sorted.
 	Families    map[string]*Family
 	FamilyNames []string
@@ -206,6 +209,39 @@ type Token struct {
 	Burst int
 }
 
+// Index is the gateway-wide setting of the read index (DESIGN §4b): every
+// gateway keeps hot boards of families with index.enabled in memory, fed by
+// the per-shard change feeds that the write scripts append to.
+type Index struct {
+	// MaxBoards bounds the boards held at once; the longest idle leaves
+	// first when another must enter.
+	MaxBoards int
+	// MaxMembers bounds the members of all held boards together; a board
+	// that does not fit stays on fan-out reads (and metrics say so).
+	MaxMembers int64
+	// FeedLen is how many change-feed entries each board shard keeps (XADD
+	// MAXLEN ~): a follower that falls further behind reloads the shard.
+	FeedLen int64
+	// IdleAfter: a board not read for this long leaves the index.
+	IdleAfter time.Duration
+	// PollInterval is how often a shard whose feed moved is read again;
+	// PollIdle the longest wait between two reads of a quiet shard (the
+	// wait doubles from PollInterval up to it). A quiet board of S shards
+	// costs S / PollIdle Redis commands per second.
+	PollInterval time.Duration
+	PollIdle     time.Duration
+}
+
+// FamilyIndex is a family's use of the read index.
+type FamilyIndex struct {
+	// Enabled: the write scripts append every change of the family's board
+	// shards to their change feeds, and reads use the gateway's index.
+	Enabled bool
+	// MaxLag: reads that name no consistency answer from the index while
+	// it lags Redis by at most this; otherwise from today's read path.
+	MaxLag time.Duration
+}
+
 // Limits are the request bounds.
 type Limits struct {
 	MaxTop    int
@@ -267,6 +303,8 @@ type Family struct {
 	RulesVersion string
 	// Lifecycle runs freeze, settle and archive on schedule; nil: by hand.
 	Lifecycle *Lifecycle
+	// Index: the family's boards are kept in each gateway's read index.
+	Index FamilyIndex
 	// Dimensions by type; "national" is always present.
 	Dimensions map[string]Dimension
 	// DimensionTypes lists the non-national dimension types, sorted.
@@ -370,7 +408,9 @@ func Default() *Config {
 			RequestTimeout:    10 * time.Second,
 			MaxInflight:       1000,
 		},
-		Awards:   Awards{Webhook: Webhook{Timeout: 5 * time.Second, MaxAttempts: 12}},
+		Awards: Awards{Webhook: Webhook{Timeout: 5 * time.Second, MaxAttempts: 12}},
+		Index: Index{MaxBoards: 64, MaxMembers: 5_000_000, FeedLen: 100_000, IdleAfter: 10 * time.Minute,
+			PollInterval: 5 * time.Millisecond, PollIdle: 200 * time.Millisecond},
 		Families: map[string]*Family{},
 	}
 }
@@ -389,6 +429,7 @@ func defaultFamily(name string) *Family {
 		Grace:        5 * time.Minute,
 		Retention:    1080 * time.Hour,
 		CacheTTL:     time.Second,
+		Index:        FamilyIndex{MaxLag: 250 * time.Millisecond},
 		Tie:          TieMember,
 		Rank:         RankCompetition,
 		RulesVersion: "1",

@@ -56,7 +56,7 @@ func TestLoadExample(t *testing.T) {
 				Period: PeriodWeek, Location: shanghai, WeekStart: time.Monday,
 				Grace: 5 * time.Minute, Retention: 1080 * time.Hour, CacheTTL: time.Second,
 				Tie: TieFirst, Rank: RankCompetition, MaxPoints: 8388607, SeqCapacity: 1 << 30,
-				RulesVersion: "2026.08",
+				RulesVersion: "2026.08", Index: FamilyIndex{MaxLag: 250 * time.Millisecond},
 				Dimensions: map[string]Dimension{
 					"national": {Shards: 16}, "province": {Shards: 1}, "class": {Shards: 1},
 				},
@@ -70,8 +70,8 @@ func TestLoadExample(t *testing.T) {
 				Period: PeriodAll, Location: time.UTC, WeekStart: time.Monday,
 				Grace: 5 * time.Minute, Retention: 1080 * time.Hour, CacheTTL: 2 * time.Second,
 				Tie: TieMember, Rank: RankOrdinal, MaxPoints: 1<<53 - 1,
-				RulesVersion: "1",
-				Dimensions:   map[string]Dimension{"national": {Shards: 8}},
+				RulesVersion: "1", Index: FamilyIndex{MaxLag: 250 * time.Millisecond},
+				Dimensions: map[string]Dimension{"national": {Shards: 8}},
 			},
 		},
 		{
@@ -81,8 +81,8 @@ func TestLoadExample(t *testing.T) {
 				Period: PeriodWeek, Location: time.UTC, WeekStart: time.Monday,
 				Grace: 5 * time.Minute, Retention: 1080 * time.Hour, CacheTTL: time.Second,
 				Tie: TieMember, Rank: RankCompetition, MaxPoints: 1<<53 - 1,
-				RulesVersion: "1",
-				Dimensions:   map[string]Dimension{"national": {Shards: 1}},
+				RulesVersion: "1", Index: FamilyIndex{MaxLag: 250 * time.Millisecond},
+				Dimensions: map[string]Dimension{"national": {Shards: 1}},
 			},
 		},
 	}

@@ -130,6 +130,17 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				},
 			})
 		},
+		"index": func(n *yaml.Node, key string) {
+			x := &c.Index
+			d.fields(n, key, map[string]field{
+				"max_boards":    intField(d, &x.MaxBoards),
+				"max_members":   intField(d, &x.MaxMembers),
+				"feed_len":      intField(d, &x.FeedLen),
+				"idle_after":    d.duration(&x.IdleAfter),
+				"poll_interval": d.duration(&x.PollInterval),
+				"poll_idle":     d.duration(&x.PollIdle),
+			})
+		},
 		"tracing": func(n *yaml.Node, key string) {
 			d.fields(n, key, map[string]field{"enabled": d.bool(&c.Tracing.Enabled)})
 		},
@@ -196,6 +207,12 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 		"key_group":     d.str(&f.KeyGroup),
 		"derived_from":  d.derivation(&f.DerivedFrom),
 		"lifecycle":     d.lifecycle(&f.Lifecycle),
+		"index": func(n *yaml.Node, key string) {
+			d.fields(n, key, map[string]field{
+				"enabled": d.bool(&f.Index.Enabled),
+				"max_lag": d.duration(&f.Index.MaxLag),
+			})
+		},
 	})
 	// Defaults that depend on other keys.
 	if f.KeyGroup == "" {

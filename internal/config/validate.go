@@ -45,6 +45,11 @@ const (
 	maxBurst         = 1_000_000
 	maxServerTimeout = time.Hour
 	maxInflightCap   = 1_000_000
+	maxIndexBoards   = 100_000
+	maxIndexMembers  = 1_000_000_000
+	minFeedLen       = 1000
+	maxFeedLen       = 10_000_000
+	maxIndexLag      = time.Minute
 )
 
 // validator collects field errors.
@@ -92,6 +97,7 @@ func (c *Config) Validate() error {
 	c.validateLimits(v)
 	c.validateServer(v)
 	c.validateAwards(v)
+	c.validateIndex(v)
 
 	c.FamilyNames = slices.Sorted(maps.Keys(c.Families))
 	if len(c.Families) == 0 {
@@ -281,6 +287,26 @@ func (c *Config) validateAuth(v *validator) {
 	}
 }
 
+func (c *Config) validateIndex(v *validator) {
+	x := c.Index
+	v.intRange("index.max_boards", x.MaxBoards, 1, maxIndexBoards)
+	if x.MaxMembers < 1 || x.MaxMembers > maxIndexMembers {
+		v.errorf("index.max_members", "%d is out of range 1..%d", x.MaxMembers, int64(maxIndexMembers))
+	}
+	if x.FeedLen < minFeedLen || x.FeedLen > maxFeedLen {
+		v.errorf("index.feed_len", "%d is out of range %d..%d", x.FeedLen, minFeedLen, maxFeedLen)
+	}
+	if x.IdleAfter < time.Second {
+		v.errorf("index.idle_after", "%s must be ≥ 1s", x.IdleAfter)
+	}
+	if x.PollInterval < time.Millisecond || x.PollInterval > time.Second {
+		v.errorf("index.poll_interval", "%s is out of range 1ms..1s", x.PollInterval)
+	}
+	if x.PollIdle < x.PollInterval || x.PollIdle > 10*time.Second {
+		v.errorf("index.poll_idle", "%s is out of range poll_interval (%s)..10s", x.PollIdle, x.PollInterval)
+	}
+}
+
 func (c *Config) validateLimits(v *validator) {
 	l := c.Limits
 	v.intRange("limits.max_top", l.MaxTop, 1, maxTopCap)
@@ -384,6 +410,9 @@ func validateFamily(v *validator, name string, f *Family) {
 	validateScore(v, p, f)
 	validateColumns(v, p, f)
 	validateDimensions(v, p, f)
+	if f.Index.MaxLag <= 0 || f.Index.MaxLag > maxIndexLag {
+		v.errorf(p+".index.max_lag", "%s is out of range (0, %s]", f.Index.MaxLag, maxIndexLag)
+	}
 }
 
 var columnNameRe = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)

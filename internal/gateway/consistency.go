@@ -55,6 +55,10 @@ func cacheKey(rc *readCtx, op string, parts ...string) string {
 
 // serve runs compute at the consistency the request asked for (or the
 // operation's default):
+//   - index (asked, or by default on a family with index.enabled while the
+//     board's lag is within max_lag): fromIndex on the gateway's read index
+//     (indexread.go); a board that is loading, too big, or lags too much for
+//     a default read falls back to the operation's default below;
 //   - primary: masters, never cached;
 //   - replica: replicas (EVALSHA_RO) when configured, else primary — and the
 //     answer's source says which;
@@ -62,9 +66,12 @@ func cacheKey(rc *readCtx, op string, parts ...string) string {
 //     masters once for every concurrent caller; errors and partial answers
 //     are never stored; a TTL of 0 means primary.
 func serve[V metaOf](ctx context.Context, s *Service, rc *readCtx, op string, def Consistency, key func() string,
-	compute func(ctx context.Context, rc *readCtx) (V, error)) (V, error) {
+	compute func(ctx context.Context, rc *readCtx) (V, error), fromIndex indexRead[V]) (V, error) {
+	if v, served, err := tryIndex(ctx, s, rc, op, fromIndex); served {
+		return v, err
+	}
 	level := rc.o.Consistency
-	if level == ConsistencyDefault {
+	if level == ConsistencyDefault || level == ConsistencyIndex {
 		level = def
 	}
 	ttl := rc.b.fam.cfg.CacheTTL

@@ -92,7 +92,7 @@ func (s *Service) derive(ctx context.Context, f *family, periodID string) (Deriv
 			for j, in := range inputs {
 				srcs[j] = s.layout.ZKey(in.board(periodID, t, v), i, n)
 			}
-			return s.lifeBE.Derive(ctx, s.layout.ZKey(dst, i, n), srcs, weights, dv.Aggregate)
+			return s.lifeBE.Derive(ctx, s.layout.ZKey(dst, i, n), srcs, weights, dv.Aggregate, f.feedLen)
 		})
 		if err != nil {
 			return DeriveReport{}, err

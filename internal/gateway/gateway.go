@@ -22,6 +22,7 @@ import (
 	"github.com/rankgate/rankgate/internal/cache"
 
 	"github.com/rankgate/rankgate/internal/config"
+	"github.com/rankgate/rankgate/internal/indexfeed"
 	"github.com/rankgate/rankgate/internal/period"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/readplan"
@@ -66,10 +67,10 @@ type LifecycleBackend interface {
 	Boards(ctx context.Context, pk shard.PeriodKeys) ([]string, error)
 	SetStates(ctx context.Context, metas []string, state string) error
 	Expire(ctx context.Context, keys []string, ttl time.Duration) error
-	Derive(ctx context.Context, dst string, inputs []string, weights []int64, aggregate string) (int64, error)
+	Derive(ctx context.Context, dst string, inputs []string, weights []int64, aggregate string, feedLen int64) (int64, error)
 	Snapshot(ctx context.Context, src, dst, marker string, depth int, ttl time.Duration) (int64, error)
 	Scores(ctx context.Context, key string, members []string, replica bool) ([]int64, []bool, error)
-	Rebuild(ctx context.Context, k shard.Keys, entries []store.RebuildEntry) (int64, error)
+	Rebuild(ctx context.Context, k shard.Keys, entries []store.RebuildEntry, feedLen int64) (int64, error)
 	ShardMembers(ctx context.Context, key string, cursor uint64, count int64) ([]string, []int64, uint64, error)
 	LateEvents(ctx context.Context, pk shard.PeriodKeys, count int64) ([]store.LateEvent, error)
 	Card(ctx context.Context, key string, replica bool) (int64, error)
@@ -86,6 +87,12 @@ type BanBackend interface {
 	BanVersion(ctx context.Context, k shard.BanKeys) (int64, error)
 }
 
+// IndexBackend feeds the read index (internal/indexfeed): feed positions,
+// scans and feed reads in per-node pipelines.
+type IndexBackend interface {
+	indexfeed.Backend
+}
+
 // HealthBackend answers readiness and whether replicas can serve reads.
 type HealthBackend interface {
 	Ready(ctx context.Context) error
@@ -100,6 +107,7 @@ type Backend interface {
 	LifecycleBackend
 	HealthBackend
 	BanBackend
+	IndexBackend
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -132,6 +140,9 @@ type family struct {
 	spec period.Spec
 	mode rank.RankMode
 	agg  string // sum | gt | lt in stored space
+	// feedLen > 0: the family keeps a read index, and every write of its
+	// board shards appends to the shard's change feed (index.feed_len).
+	feedLen int64
 }
 
 // Service implements every API operation.
@@ -164,6 +175,10 @@ type Service struct {
 	states  sync.Map // "family/period" → cachedState
 	boards  sync.Map // "family/period/dimension" → struct{} (registered in the period's set)
 	banned  banCache // this gateway's copy of the member bans (bans.go)
+
+	// index is the read index of the families with index.enabled (nil when
+	// none has it); RunIndex makes it follow.
+	index *indexfeed.Index
 }
 
 // New builds a Service.
@@ -206,12 +221,35 @@ func New(o Options) (*Service, error) {
 	}
 	for name, f := range o.Config.Families {
 		fam := &family{cfg: f, enc: f.Encoding(), spec: f.PeriodSpec(), mode: f.RankMode(), agg: f.StoredMode()}
+		if f.Index.Enabled {
+			fam.feedLen = o.Config.Index.FeedLen
+		}
 		if err := fam.spec.Validate(); err != nil {
 			return nil, err
 		}
 		s.families[name] = fam
 	}
+	if indexed(o.Config) {
+		// The index follows Redis in real time: its clock is the wall
+		// clock, whatever clock the Service is given (tests move theirs).
+		x := o.Config.Index
+		if s.index, err = indexfeed.New(indexfeed.Options{Backend: o.Backend, Logger: o.Logger.With("component", "index"),
+			Registerer: o.Registerer, MaxBoards: x.MaxBoards, MaxMembers: x.MaxMembers, IdleAfter: x.IdleAfter,
+			PollInterval: x.PollInterval, PollIdle: x.PollIdle, FeedLen: x.FeedLen}); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// indexed reports whether some family keeps a read index.
+func indexed(c *config.Config) bool {
+	for _, f := range c.Families {
+		if f.Index.Enabled {
+			return true
+		}
+	}
+	return false
 }
 
 // Ready reports whether Redis can serve.

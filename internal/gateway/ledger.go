@@ -390,7 +390,7 @@ func (s *Service) projections(ctx context.Context, f *family, periodID, member s
 		w := store.Write{Kind: store.KindProject, Keys: s.layout.Keys(b, shard.Of(member, n), n), Member: member,
 			Version: bt.Version, Value: f.enc.Stored(bt.Points), B: f.enc.B, Seq: seq, SetSeq: true, Absent: !bt.Present,
 			MaxPoints: f.enc.MaxPoints, NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion,
-			Metadata: bt.Metadata, KeepMetadata: true}
+			Metadata: bt.Metadata, KeepMetadata: true, FeedLen: f.feedLen}
 		if c := f.enc.Cols; c != nil {
 			// The ledger's tuple and seq, through columns.lua (seq mode set).
 			w.HasCols, w.B, w.Columns = true, c.B, store.ColArgs(c, bt.Columns, false)

@@ -155,7 +155,7 @@ func (s *Service) removeRedis(ctx context.Context, f *family, p period.Period, u
 		b := f.board(p.ID, t, v)
 		n := max(sc[t], 1)
 		boards = append(boards, b)
-		ws = append(ws, store.Write{Kind: store.KindRemove, Keys: s.layout.Keys(b, shard.Of(user, n), n), Member: user})
+		ws = append(ws, store.Write{Kind: store.KindRemove, Keys: s.layout.Keys(b, shard.Of(user, n), n), Member: user, FeedLen: f.feedLen})
 	}
 	if len(ws) == 0 {
 		return nil, nil, nil

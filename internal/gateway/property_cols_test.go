@@ -15,12 +15,16 @@ type colCase struct {
 	tie, order, agg, rankMode string
 	shards                    int
 	ledger                    bool // ledger mode (real PostgreSQL): the same reference, then a rebuild
+	index                     bool // index.enabled: every read checked from the read index too
 }
 
 func (c colCase) name() string {
 	n := fmt.Sprintf("cols_%s_%s_%s_%s_%dshards", c.agg, c.tie, c.order, c.rankMode, c.shards)
 	if c.ledger {
 		n += "_ledger"
+	}
+	if c.index {
+		n += "_index"
 	}
 	return n
 }
@@ -54,6 +58,9 @@ func (c colCase) yaml() string {
 	}
 	if c.tie == "first" {
 		y += "    seq_capacity: 1000000\n"
+	}
+	if c.index {
+		y += indexYAML
 	}
 	return y + fmt.Sprintf("    dimensions:\n      national: {shards: %d}\n      province: {shards: %d}\n", c.shards, max(1, c.shards/2))
 }
@@ -90,10 +97,21 @@ func TestShardedColumnBoardsEqualOneSortedSet(t *testing.T) {
 			cases = append(cases, c)
 		}
 	}
+	// The read index: sort columns and tie rules from the index, in both
+	// modes (in ledger mode a rebuild swap makes every follower reload).
+	for _, c := range []colCase{
+		{tie: "member", order: "desc", agg: "sum", rankMode: "competition", shards: 16, index: true},
+		{tie: "first", order: "asc", agg: "sum", rankMode: "ordinal", shards: 16, index: true},
+		{tie: "first", order: "desc", agg: "max", rankMode: "competition", shards: 4, index: true},
+		{tie: "first", order: "desc", agg: "sum", rankMode: "competition", shards: 4, ledger: true, index: true},
+		{tie: "member", order: "asc", agg: "min", rankMode: "competition", shards: 4, ledger: true, index: true},
+	} {
+		cases = append(cases, c)
+	}
 	seeds := map[string]uint64{}
 	for i, c := range cases {
 		key := c
-		key.ledger = false
+		key.ledger, key.index = false, false
 		if _, ok := seeds[key.name()]; !ok {
 			seeds[key.name()] = uint64(100 + i)
 		}
@@ -118,6 +136,9 @@ func runColProperty(t *testing.T, c colCase, seed uint64) {
 		svc, _ = newLedgerService(t, c.yaml(), nil)
 	} else {
 		svc = newClusterService(t, c.yaml())
+	}
+	if c.index {
+		startIndex(t, svc)
 	}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	asc, tieFirst, comp := c.order == "asc", c.tie == "first", c.rankMode == "competition"
@@ -265,6 +286,13 @@ func runColProperty(t *testing.T, c colCase, seed uint64) {
 		vals := []int64{int64(rng.IntN(4)), int64(rng.IntN(3)), int64(rng.IntN(4))}
 		id := fmt.Sprintf("e%d", i)
 		apply(id, u, v, vals)
+		if c.index && i == 20 {
+			for _, dim := range []string{"national", "province:zj", "province:gd"} {
+				if _, err := svc.Count(ctx, BoardRef{Family: "f", Period: "all", Dimension: dim}, 0, 0, ReadOptions{Consistency: ConsistencyIndex}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		if rng.IntN(8) == 0 { // a retry: never counts twice, whatever it carries
 			seq++
 			res, err := svc.ApplyEvent(ctx, event(id, u, v, []int64{0, 0, 0}))
@@ -275,6 +303,9 @@ func runColProperty(t *testing.T, c colCase, seed uint64) {
 		if c.agg == "sum" && rng.IntN(12) == 0 {
 			reverse(id)
 		}
+	}
+	if c.index {
+		checkIndexed(t, svc, map[string]*refBoard{"national": national, "province:zj": provinces["zj"], "province:gd": provinces["gd"]}, rng)
 	}
 	for _, ref := range []BoardRef{{Family: "f", Period: "all", Dimension: "national"}} {
 		checkBoard(t, svc, ref, national, rng)
@@ -294,6 +325,12 @@ func runColProperty(t *testing.T, c colCase, seed uint64) {
 		ref := BoardRef{Family: "f", Period: "all", Dimension: dim}
 		if _, err := svc.Rebuild(ctx, ref); err != nil {
 			t.Fatalf("rebuild %s: %v", dim, err)
+		}
+		if c.index {
+			// The swap's reset entry reloads the shards: the index answers
+			// the rebuilt board once it caught up again.
+			waitIndex(t, svc, ref, time.Now())
+			checkBoardAt(t, svc, ref, b, rng, ConsistencyIndex)
 		}
 		checkBoard(t, svc, ref, b, rng)
 		checkMetadata(t, svc, ref, b)

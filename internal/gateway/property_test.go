@@ -12,6 +12,7 @@ import (
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
+	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/testcluster"
 )
@@ -63,6 +64,7 @@ type propCase struct {
 	shards                    int
 	skew                      bool // members of national shard 0 hold the whole top
 	ledger                    bool // ledger mode: PostgreSQL first, then projection
+	index                     bool // index.enabled: every read checked from the read index too
 }
 
 func (c propCase) name() string {
@@ -73,6 +75,9 @@ func (c propCase) name() string {
 	if c.ledger {
 		name += "_ledger"
 	}
+	if c.index {
+		name += "_index"
+	}
 	return name
 }
 
@@ -82,7 +87,49 @@ func (c propCase) yaml() string {
 	if c.tie == "first" {
 		y += "    seq_capacity: 1000000\n"
 	}
+	if c.index {
+		y += indexYAML
+	}
 	return y + fmt.Sprintf("    dimensions:\n      national: {shards: %d}\n      province: {shards: %d}\n", c.shards, max(1, c.shards/2))
+}
+
+// indexYAML turns a test family's read index on, with a max_lag that a
+// loaded test board never exceeds (the default reads then come from it).
+const indexYAML = "    index: {enabled: true, max_lag: 30s}\n"
+
+// startIndex runs the Service's read index until the test ends.
+func startIndex(t testing.TB, svc *Service) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		svc.RunIndex(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// waitIndex waits until the board answers from the read index with every
+// write acknowledged before since (its as_of is not earlier).
+func waitIndex(t testing.TB, svc *Service, ref BoardRef, since time.Time) {
+	t.Helper()
+	soon.Eventually(t, 60*time.Second, func() error {
+		c, err := svc.Count(context.Background(), ref, -1<<62, 1<<62, ReadOptions{Consistency: ConsistencyIndex})
+		switch {
+		case err != nil:
+			return err
+		case c.Source != SourceIndex:
+			return fmt.Errorf("%s: source %s, not index yet", ref.Dimension, c.Source)
+		case c.AsOf.Before(since):
+			return fmt.Errorf("%s: index as of %s, before %s", ref.Dimension, c.AsOf, since)
+		case c.LagMs == nil:
+			return fmt.Errorf("%s: an index answer without lag_ms", ref.Dimension)
+		}
+		return nil
+	})
 }
 
 // TestShardedBoardsEqualOneSortedSet drives random workloads — many equal
@@ -107,10 +154,25 @@ func TestShardedBoardsEqualOneSortedSet(t *testing.T) {
 			propCase{tie: "first", order: "desc", agg: "max", rankMode: "competition", shards: shards},
 			propCase{tie: "member", order: "asc", agg: "min", rankMode: "competition", shards: shards})
 	}
+	// The read index: the same workloads on 16 shards, every read checked
+	// from the index (once it caught up) and from the masters.
+	for _, c := range []propCase{
+		{tie: "member", order: "desc", agg: "sum", rankMode: "competition", shards: 16},
+		{tie: "first", order: "desc", agg: "sum", rankMode: "competition", shards: 16},
+		{tie: "member", order: "asc", agg: "sum", rankMode: "ordinal", shards: 16, skew: true},
+		{tie: "first", order: "asc", agg: "sum", rankMode: "ordinal", shards: 16},
+		{tie: "first", order: "desc", agg: "max", rankMode: "competition", shards: 16},
+		{tie: "member", order: "asc", agg: "min", rankMode: "competition", shards: 4},
+	} {
+		c.index = true
+		cases = append(cases, c)
+	}
 	cases = append(cases,
 		propCase{tie: "first", order: "desc", agg: "sum", rankMode: "competition", shards: 16, ledger: true},
 		propCase{tie: "member", order: "asc", agg: "sum", rankMode: "ordinal", shards: 4, ledger: true, skew: true},
-		propCase{tie: "first", order: "desc", agg: "max", rankMode: "competition", shards: 4, ledger: true})
+		propCase{tie: "first", order: "desc", agg: "max", rankMode: "competition", shards: 4, ledger: true},
+		propCase{tie: "first", order: "desc", agg: "sum", rankMode: "competition", shards: 16, ledger: true, index: true},
+		propCase{tie: "member", order: "asc", agg: "sum", rankMode: "ordinal", shards: 4, ledger: true, skew: true, index: true})
 	for i, c := range cases {
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
@@ -135,6 +197,9 @@ func runProperty(t *testing.T, c propCase, seed uint64) {
 		svc, _ = newLedgerService(t, c.yaml(), nil)
 	} else {
 		svc = newClusterService(t, c.yaml())
+	}
+	if c.index {
+		startIndex(t, svc)
 	}
 	rng := rand.New(rand.NewPCG(seed, 42))
 	asc, tieFirst, comp := c.order == "asc", c.tie == "first", c.rankMode == "competition"
@@ -211,6 +276,15 @@ func runProperty(t *testing.T, c propCase, seed uint64) {
 		}
 		id := fmt.Sprintf("e%d", i)
 		apply(id, u, v)
+		if c.index && i == 20 {
+			// The boards enter the index now: what follows reaches it
+			// through the change feeds.
+			for _, dim := range []string{"national", "province:zj", "province:gd"} {
+				if _, err := svc.Count(ctx, BoardRef{Family: "f", Period: "all", Dimension: dim}, 0, 0, ReadOptions{Consistency: ConsistencyIndex}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		if rng.IntN(8) == 0 { // a retry of the same event: must not count twice
 			seq++
 			ev := Event{EventID: id, Family: "f", User: u, Dims: map[string]string{"province": provinceOf(u)}}
@@ -258,9 +332,26 @@ func runProperty(t *testing.T, c propCase, seed uint64) {
 			}
 		}
 	}
+	if c.index {
+		// First from the index, once it caught up (the default reads of
+		// checkBoard come from it too, within max_lag).
+		checkIndexed(t, svc, map[string]*refBoard{"national": national, "province:zj": provinces["zj"], "province:gd": provinces["gd"]}, rng)
+	}
 	checkBoard(t, svc, BoardRef{Family: "f", Period: "all", Dimension: "national"}, national, rng)
 	for p, ref := range provinces {
 		checkBoard(t, svc, BoardRef{Family: "f", Period: "all", Dimension: "province:" + p}, ref, rng)
+	}
+}
+
+// checkIndexed checks every board from the read index once it caught up
+// with every write made so far.
+func checkIndexed(t *testing.T, svc *Service, boards map[string]*refBoard, rng *rand.Rand) {
+	t.Helper()
+	since := time.Now()
+	for dim, b := range boards {
+		ref := BoardRef{Family: "f", Period: "all", Dimension: dim}
+		waitIndex(t, svc, ref, since)
+		checkBoardAt(t, svc, ref, b, rng, ConsistencyIndex)
 	}
 }
 
@@ -297,10 +388,36 @@ func wantPercentile(want []refEntry, i int, comp bool) float64 {
 
 func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *rand.Rand) {
 	t.Helper()
+	checkBoardAt(t, svc, ref, board, rng, ConsistencyPrimary)
+}
+
+// checkBoardAt compares every read at one consistency (primary or index)
+// with the reference, and checks that each answer came from there.
+func checkBoardAt(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *rand.Rand, level Consistency) {
+	t.Helper()
 	ctx := context.Background()
 	want := board.sorted()
-	o := ReadOptions{Consistency: ConsistencyPrimary}
+	o := ReadOptions{Consistency: level}
 	name := ref.Dimension
+	src := SourcePrimary
+	if level == ConsistencyIndex {
+		src = SourceIndex
+	}
+	// The default level: the index on an indexed family (ready, within its
+	// max_lag), else the cache (from the cache the second time).
+	defSrc := SourceCache
+	if svc.families[ref.Family].feedLen > 0 {
+		defSrc = SourceIndex
+	}
+	from := func(what string, m ReadMeta) {
+		t.Helper()
+		if m.Source != src {
+			t.Fatalf("%s %s: source %s, want %s", name, what, m.Source, src)
+		}
+		if (src == SourceIndex) != (m.LagMs != nil) {
+			t.Fatalf("%s %s: source %s with lag_ms %v", name, what, m.Source, m.LagMs)
+		}
+	}
 
 	// Top N for several N, including past the end.
 	for _, n := range []int{1, 3, 10, 50, len(want) + 5} {
@@ -310,7 +427,8 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 			t.Fatalf("%s top %d: %v", name, n, err)
 		}
 		sameEntries(t, fmt.Sprintf("%s top %d", name, n), page.Entries, want[:min(n, len(want))])
-		if page.Source != SourcePrimary || page.AsOf.IsZero() || page.Board != "f/all/"+name {
+		from("top", page.ReadMeta)
+		if page.AsOf.IsZero() || page.Board != "f/all/"+name {
 			t.Fatalf("%s top: meta %+v", name, page.ReadMeta)
 		}
 	}
@@ -321,8 +439,8 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 			t.Fatalf("%s cached top: %v", name, err)
 		}
 		sameEntries(t, name+" cached top", page.Entries, want[:min(20, len(want))])
-		if k == 1 && page.Source != SourceCache {
-			t.Fatalf("%s: second cached top came from %s", name, page.Source)
+		if (k == 1 || defSrc == SourceIndex) && page.Source != defSrc {
+			t.Fatalf("%s: default top (try %d) came from %s, want %s", name, k, page.Source, defSrc)
 		}
 	}
 	// Offset pages.
@@ -334,6 +452,7 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 		}
 		lo, hi := min(off, len(want)), min(off+9, len(want))
 		sameEntries(t, fmt.Sprintf("%s offset %d", name, off), page.Entries, want[lo:hi])
+		from("offset page", page.ReadMeta)
 	}
 	// Cursor walk over the whole board.
 	var walked []rank.Entry
@@ -346,6 +465,7 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 		if err != nil {
 			t.Fatalf("%s cursor page %d: %v", name, pages, err)
 		}
+		from("cursor page", page.ReadMeta)
 		walked = append(walked, page.Entries...)
 		if page.NextCursor == "" {
 			break
@@ -370,6 +490,7 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 			if p := wantPercentile(want, i, board.comp); ms.Percentile != p {
 				t.Fatalf("%s member %s (band %d): percentile %v, want %v", name, w.user, band, ms.Percentile, p)
 			}
+			from("member", ms.ReadMeta)
 		}
 	}
 	svc.rp.Band = 0
@@ -388,6 +509,7 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 				t.Fatalf("%s around %s (band %d): %v", name, want[p].user, band, err)
 			}
 			sameEntries(t, fmt.Sprintf("%s around %s r=%d band %d", name, want[p].user, r, band), page.Entries, want[max(0, p-r):min(len(want), p+r+1)])
+			from("around", page.ReadMeta)
 		}
 	}
 	svc.rp.Band = 0
@@ -412,6 +534,7 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 			t.Fatalf("%s lookup: %v", name, err)
 		}
 		sameEntries(t, name+" lookup", page.Entries, exp)
+		from("lookup", page.ReadMeta)
 	}
 	// Counts and ranges over random bands.
 	var lo, hi int64 = 0, 0
@@ -434,6 +557,7 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 		if cnt.Count != int64(len(exp)) {
 			t.Fatalf("%s count [%d,%d] = %d, want %d", name, a, b, cnt.Count, len(exp))
 		}
+		from("count", cnt.ReadMeta)
 		var got []rank.Entry
 		cur := ""
 		for pages := 0; ; pages++ {
@@ -444,6 +568,7 @@ func checkBoard(t *testing.T, svc *Service, ref BoardRef, board *refBoard, rng *
 			if err != nil {
 				t.Fatalf("%s range [%d,%d]: %v", name, a, b, err)
 			}
+			from("range", page.ReadMeta)
 			got = append(got, page.Entries...)
 			if page.NextCursor == "" {
 				break

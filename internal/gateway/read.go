@@ -45,9 +45,9 @@ func (rc *readCtx) plan(s *Service) *readplan.Board {
 
 func (s *Service) startRead(ctx context.Context, ref BoardRef, o ReadOptions) (*readCtx, error) {
 	switch o.Consistency {
-	case ConsistencyDefault, ConsistencyCached, ConsistencyReplica, ConsistencyPrimary:
+	case ConsistencyDefault, ConsistencyCached, ConsistencyReplica, ConsistencyPrimary, ConsistencyIndex:
 	default:
-		return nil, rank.Invalid("consistency", "consistency must be cached, replica or primary")
+		return nil, rank.Invalid("consistency", "consistency must be cached, replica, primary or index")
 	}
 	b, err := s.resolve(ctx, ref)
 	if err != nil {
@@ -140,7 +140,7 @@ func (s *Service) Top(ctx context.Context, ref BoardRef, limit int, o ReadOption
 			entries := rc.toEntries(items)
 			rank.FillRanks(entries, 0, 0, rc.b.fam.mode)
 			return s.finishPage(ctx, rc, "top", entries, "")
-		})
+		}, s.topIndex(limit))
 }
 
 // finishPage adds profiles and metadata.
@@ -256,7 +256,7 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 				rank.FillRanks(entries, 0, 0, rc.b.fam.mode)
 				entries = entries[min(q.Offset, len(entries)):]
 				return s.finishPage(ctx, rc, "entries_offset", entries, "")
-			})
+			}, s.offsetIndex(q.Offset, q.Limit))
 	}
 	a := store.SeekArgs{Mode: store.SeekTop}
 	var cur *cursor
@@ -273,7 +273,7 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 		func() string { return cacheKey(rc, "cursor", q.Cursor, strconv.Itoa(q.Limit)) },
 		func(ctx context.Context, rc *readCtx) (Page, error) {
 			return s.keysetPage(ctx, rc, "entries_cursor", scope, a, cur, q.Limit)
-		})
+		}, s.keysetIndex("entries_cursor", scope, cur, nil, q.Limit))
 }
 
 // keysetPage reads limit+1 entries after a cursor (or from a start), fills
@@ -333,7 +333,7 @@ func (s *Service) Range(ctx context.Context, ref BoardRef, q RangeQuery, o ReadO
 		},
 		func(ctx context.Context, rc *readCtx) (Page, error) {
 			return s.keysetPage(ctx, rc, "range", scope, a, cur, q.Limit)
-		})
+		}, s.keysetIndex("range", scope, cur, &[2]int64{lo, hi}, q.Limit))
 }
 
 // band clamps [min, max] points to the family's range and returns the stored
@@ -367,7 +367,7 @@ func (s *Service) Count(ctx context.Context, ref BoardRef, minP, maxP int64, o R
 				return Count{}, err
 			}
 			return Count{ReadMeta: rc.meta, Count: n}, nil
-		})
+		}, s.countIndex(lo, hi, ok))
 }
 
 // countIn sums the members with stored score in [lo, hi] over every shard.
@@ -426,11 +426,10 @@ func (s *Service) Member(ctx context.Context, ref BoardRef, user string, o ReadO
 		return MemberStanding{}, err
 	}
 	return serve(ctx, s, rc, "member", ConsistencyPrimary, func() string { return cacheKey(rc, "member", user) },
-		func(ctx context.Context, rc *readCtx) (MemberStanding, error) { return s.member(ctx, rc, user) })
+		func(ctx context.Context, rc *readCtx) (MemberStanding, error) { return s.member(ctx, rc, user) }, s.memberIndex(user))
 }
 
 func (s *Service) member(ctx context.Context, rc *readCtx, user string) (MemberStanding, error) {
-	o := rc.o
 	it, err := s.home(ctx, rc, user)
 	if err != nil {
 		return MemberStanding{}, err
@@ -439,14 +438,26 @@ func (s *Service) member(ctx context.Context, rc *readCtx, user string) (MemberS
 	if err != nil {
 		return MemberStanding{}, err
 	}
-	ms := MemberStanding{ReadMeta: rc.meta, User: user, Points: rc.b.fam.enc.PointsOf(it.Score),
-		Position: st.Ahead[0], Rank: rc.rankOf(st, 0), Members: st.Card, Columns: rc.toEntries([]rank.Item{it})[0].Columns}
-	behind := st.Card - st.Ahead[0] - 1
+	return s.standing(ctx, rc, user, it, st.Ahead[0], st.Card, st.More[0], st.Least[0])
+}
+
+// standing assembles a member's standing from its stored item, its
+// position, the board's size, and the members strictly better and at least
+// as good (points, and columns), then adds its profile and metadata.
+func (s *Service) standing(ctx context.Context, rc *readCtx, user string, it rank.Item, pos, card, more, least int64) (MemberStanding, error) {
+	o := rc.o
+	rk := pos + 1
 	if rc.b.fam.mode == rank.Competition {
-		behind = st.Card - st.Least[0]
+		rk = more + 1
 	}
-	if st.Card > 0 && behind > 0 {
-		ms.Percentile = float64(behind*10000/st.Card) / 100
+	ms := MemberStanding{ReadMeta: rc.meta, User: user, Points: rc.b.fam.enc.PointsOf(it.Score),
+		Position: pos, Rank: rk, Members: card, Columns: rc.toEntries([]rank.Item{it})[0].Columns}
+	behind := card - pos - 1
+	if rc.b.fam.mode == rank.Competition {
+		behind = card - least
+	}
+	if card > 0 && behind > 0 {
+		ms.Percentile = float64(behind*10000/card) / 100
 	}
 	if o.Profiles || o.Metadata {
 		entries := []rank.Entry{{User: user}}
@@ -474,7 +485,7 @@ func (s *Service) Around(ctx context.Context, ref BoardRef, user string, radius 
 		return Page{}, err
 	}
 	return serve(ctx, s, rc, "around", ConsistencyPrimary, func() string { return cacheKey(rc, "around", user, strconv.Itoa(radius)) },
-		func(ctx context.Context, rc *readCtx) (Page, error) { return s.around(ctx, rc, user, radius) })
+		func(ctx context.Context, rc *readCtx) (Page, error) { return s.around(ctx, rc, user, radius) }, s.aroundIndex(user, radius))
 }
 
 func (s *Service) around(ctx context.Context, rc *readCtx, user string, radius int) (Page, error) {
@@ -555,7 +566,7 @@ func (s *Service) Lookup(ctx context.Context, ref BoardRef, users []string, o Re
 			sort.Strings(k)
 			return cacheKey(rc, "lookup", k...)
 		},
-		func(ctx context.Context, rc *readCtx) (Page, error) { return s.lookup(ctx, rc, uniq) })
+		func(ctx context.Context, rc *readCtx) (Page, error) { return s.lookup(ctx, rc, uniq) }, s.lookupIndex(uniq))
 }
 
 func (s *Service) lookup(ctx context.Context, rc *readCtx, uniq []string) (Page, error) {

@@ -179,7 +179,7 @@ func (s *Service) archive(ctx context.Context, f *family, p period.Period) (Peri
 		b := f.board(p.ID, t, v)
 		for i := 0; i < n; i++ {
 			k := s.layout.Keys(b, i, n)
-			keys = append(keys, k.Z, k.M, k.Ev, k.Meta)
+			keys = append(keys, k.Z, k.M, k.Ev, k.Meta, k.Cols, k.Md, k.Feed)
 		}
 	}
 	if err := s.lifeBE.Expire(ctx, keys, f.cfg.Retention); err != nil {
@@ -247,7 +247,7 @@ func (s *Service) Rebuild(ctx context.Context, ref BoardRef) (RebuildReport, err
 	}
 	var members int64
 	for i := 0; i < b.n; i++ {
-		n, err := s.lifeBE.Rebuild(ctx, s.layout.Keys(b.b, i, b.n), perShard[i])
+		n, err := s.lifeBE.Rebuild(ctx, s.layout.Keys(b.b, i, b.n), perShard[i], b.fam.feedLen)
 		if err != nil {
 			return RebuildReport{}, rank.Unavailable(err, "rebuild of %s shard %d; retry (rebuild is idempotent)", b.name(), i)
 		}

@@ -22,6 +22,9 @@ const (
 	ConsistencyCached  Consistency = "cached"
 	ConsistencyReplica Consistency = "replica"
 	ConsistencyPrimary Consistency = "primary"
+	// ConsistencyIndex reads the gateway's in-memory read index of the board
+	// (families with index.enabled); the answer states its lag.
+	ConsistencyIndex Consistency = "index"
 )
 
 // Source says where an answer came from.
@@ -32,6 +35,7 @@ const (
 	SourceCache   Source = "cache"
 	SourceReplica Source = "replica"
 	SourcePrimary Source = "primary"
+	SourceIndex   Source = "index"
 )
 
 // BoardRef names a board as the API does; Period may be "current".
@@ -57,6 +61,9 @@ type ReadMeta struct {
 	AsOf    time.Time `json:"as_of"`
 	Partial bool      `json:"partial,omitempty"`
 	Missing []int     `json:"missing_shards,omitempty"`
+	// LagMs (source index): how far behind Redis the index may be, in
+	// milliseconds: every write acknowledged before as_of is in the answer.
+	LagMs *int64 `json:"lag_ms,omitempty"`
 	// MaxAge is the remaining cache lifetime for Cache-Control (cached answers only).
 	MaxAge time.Duration `json:"-"`
 }

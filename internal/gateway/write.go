@@ -158,7 +158,7 @@ func (w redisWrites) apply(ctx context.Context, plans []plan, shards map[string]
 			w := store.Write{
 				Keys: s.layout.Keys(b, shard.Of(p.ev.User, n), n), Member: p.ev.User, EventID: p.ev.EventID,
 				B: p.fam.enc.B, Seq: p.seq, MaxPoints: p.fam.enc.MaxPoints, NowMs: nowMs, Rules: p.fam.cfg.RulesVersion,
-				PeriodClosed: p.periodClosed,
+				PeriodClosed: p.periodClosed, FeedLen: p.fam.feedLen,
 			}
 			if p.ev.Reverses != "" {
 				w.Kind, w.Reverses = store.KindReverse, p.ev.Reverses
@@ -582,7 +582,7 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 	}
 	w := store.Write{Kind: store.KindProject, Keys: s.layout.Keys(b.b, shard.Of(user, n), n), Member: user,
 		Version: pr.Version, Value: f.enc.Stored(pr.Points), B: f.enc.B, Seq: seq, MaxPoints: f.enc.MaxPoints,
-		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion, Metadata: string(pr.Metadata), KeepMetadata: true}
+		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion, Metadata: string(pr.Metadata), KeepMetadata: true, FeedLen: f.feedLen}
 	if c := f.enc.Cols; c != nil {
 		w.HasCols, w.B, w.Columns = true, c.B, store.ColArgs(c, cols, false)
 	}

@@ -336,10 +336,10 @@ func (p *params) readOptions() gateway.ReadOptions {
 	var o gateway.ReadOptions
 	if s, ok := p.str("consistency"); ok {
 		switch c := gateway.Consistency(s); c {
-		case gateway.ConsistencyCached, gateway.ConsistencyReplica, gateway.ConsistencyPrimary:
+		case gateway.ConsistencyCached, gateway.ConsistencyReplica, gateway.ConsistencyPrimary, gateway.ConsistencyIndex:
 			o.Consistency = c
 		default:
-			p.fail(rank.Invalid("consistency", "consistency must be cached, replica or primary, got %q", s))
+			p.fail(rank.Invalid("consistency", "consistency must be cached, replica, primary or index, got %q", s))
 		}
 	}
 	if s, ok := p.str("partial"); ok {

@@ -531,7 +531,7 @@ func (sk *stack) exercise(t testing.TB) {
 	// What only ledger mode runs (archive, rebuild, reconcile), straight on
 	// the store: fill fresh keys and RENAME them in, ZSCAN, PEXPIRE.
 	k := shard.Layout{Prefix: sk.cfg.Redis.Prefix}.Keys(shard.Board{Family: "course", Period: "all", DimType: "national"}, 0, 2)
-	if n, err := st.Rebuild(ctx, k, []store.RebuildEntry{{Member: "r1", Score: 7, Version: 1}, {Member: "r2", Score: 9, Version: 2}}); err != nil || n != 2 {
+	if n, err := st.Rebuild(ctx, k, []store.RebuildEntry{{Member: "r1", Score: 7, Version: 1}, {Member: "r2", Score: 9, Version: 2}}, 0); err != nil || n != 2 {
 		t.Errorf("rebuild: %d, %v", n, err)
 	}
 	if ms, _, _, err := st.ShardMembers(ctx, k.Z, 0, 100); err != nil || len(ms) != 2 {

@@ -71,8 +71,12 @@ type Keys struct {
 	// member (families with sort columns only; see rank.Columns).
 	Cols string
 	// Md: HASH user → the entry's metadata (JSON), where events carry it.
-	Md  string
-	Tag string // "{family:dimension:shard}" without braces
+	Md string
+	// Feed: STREAM of the shard's changes, (member, new score | removed),
+	// appended by every write script atomically with the change (families
+	// with a read index only) and followed by every gateway's index.
+	Feed string
+	Tag  string // "{family:dimension:shard}" without braces
 }
 
 // Snapshot returns the key of a snapshot copy of this shard.
@@ -163,7 +167,7 @@ func (l Layout) Keys(b Board, i, n int) Keys {
 	l.writeBase(&sb, b, i, n)
 	base := sb.String()
 	tag := base[len(l.Prefix)+2 : strings.IndexByte(base, '}')]
-	return Keys{Z: base + "z", M: base + "m", Ev: base + "ev", Meta: base + "meta", Cols: base + "cols", Md: base + "md", Tag: tag}
+	return Keys{Z: base + "z", M: base + "m", Ev: base + "ev", Meta: base + "meta", Cols: base + "cols", Md: base + "md", Feed: base + "feed", Tag: tag}
 }
 
 // SharedCache returns the key of a board's shared cache copy of one query
@@ -244,6 +248,10 @@ func (l Layout) Lease(name string) LeaseKeys {
 // ColsKey returns the user → stored-member-prefix hash (Keys.Cols) of the
 // board shard whose sorted set is z.
 func ColsKey(z string) string { return strings.TrimSuffix(z, "z") + "cols" }
+
+// FeedKey returns the change feed (Keys.Feed) of the board shard whose
+// sorted set is z.
+func FeedKey(z string) string { return strings.TrimSuffix(z, "z") + "feed" }
 
 // MdKey returns the user → metadata hash (Keys.Md) of the board shard whose
 // sorted set is z.

@@ -65,8 +65,10 @@ const rebuildBatch = 500
 // Rebuild replaces a board shard with entries: it fills fresh keys beside the
 // live ones (same hash tag) in batches, then swaps them in with RENAME inside
 // the slot — sorted set, versions, column prefixes and metadata. It returns
-// the members now on the shard.
-func (s *Store) Rebuild(ctx context.Context, k shard.Keys, entries []RebuildEntry) (int64, error) {
+// the members now on the shard. With feedLen > 0 (a family with a read
+// index) the swap appends a reset entry to the shard's change feed, so every
+// follower reloads the shard.
+func (s *Store) Rebuild(ctx context.Context, k shard.Keys, entries []RebuildEntry, feedLen int64) (int64, error) {
 	freshZ, freshM, freshCols, freshMd := k.RebuildZ(), k.RebuildM(), k.RebuildCols(), k.RebuildMd()
 	pipeCtx, cancel := context.WithTimeout(ctx, s.timeout*10)
 	defer cancel()
@@ -101,7 +103,8 @@ func (s *Store) Rebuild(ctx context.Context, k shard.Keys, entries []RebuildEntr
 			return 0, s.fail("rebuild", fmt.Errorf("fill %s: %w", freshZ, err))
 		}
 	}
-	n, err := swapScript.Run(pipeCtx, s.rw, []string{freshZ, k.Z, freshM, k.M, freshCols, k.Cols, freshMd, k.Md}).Int64()
+	keys, args := Write{Keys: k, FeedLen: feedLen}.withFeed([]string{freshZ, k.Z, freshM, k.M, freshCols, k.Cols, freshMd, k.Md}, nil)
+	n, err := swapScript.Run(pipeCtx, s.rw, keys, args...).Int64()
 	if err != nil {
 		s.m.scriptErrors.WithLabelValues("swap").Inc()
 		return 0, s.fail("rebuild", fmt.Errorf("swap %s: %w", k.Z, err))
@@ -132,10 +135,26 @@ func (s *Store) ShardMembers(ctx context.Context, key string, cursor uint64, cou
 // Derive computes one derived board shard in its slot: dst = ZUNIONSTORE of
 // the input shards' sorted sets with integer weights and an aggregate (sum,
 // min or max). Every key shares one hash tag (a key group), so it is one
-// atomic command on one node. It returns the members of dst.
-func (s *Store) Derive(ctx context.Context, dst string, inputs []string, weights []int64, aggregate string) (int64, error) {
+// atomic command on one node. It returns the members of dst. With feedLen >
+// 0 (a derived family with a read index) it runs derive.lua instead, which
+// also appends a reset entry to dst's change feed in the same call.
+func (s *Store) Derive(ctx context.Context, dst string, inputs []string, weights []int64, aggregate string, feedLen int64) (int64, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
+	if feedLen > 0 {
+		keys := append(append([]string{dst}, inputs...), shard.FeedKey(dst))
+		args := make([]any, 0, 3+len(weights))
+		args = append(args, aggregate)
+		for _, w := range weights {
+			args = append(args, w)
+		}
+		args = append(args, "~feed", feedLen)
+		n, err := deriveScript.Run(ctx, s.rw, keys, args...).Int64()
+		if err != nil {
+			s.m.scriptErrors.WithLabelValues("derive").Inc()
+		}
+		return n, s.fail("derive", err)
+	}
 	w := make([]float64, len(weights))
 	for i, x := range weights {
 		w[i] = float64(x)

@@ -39,6 +39,7 @@ var (
 	columnsScript  = script("#!lua", "columns.lua")
 	membersScript  = script("#!lua flags=no-writes", "members.lua")
 	unbanScript    = script("#!lua", "unban.lua")
+	deriveScript   = script("#!lua", "derive.lua")
 )
 
 // Scripts lists every script with its name, for preloading and tests.
@@ -47,6 +48,6 @@ func Scripts() map[string]*redis.Script {
 		"apply": applyScript, "reverse": reverseScript, "project": projectScript, "remove": removeScript,
 		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript, "swap": swapScript,
 		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
-		"unban": unbanScript,
+		"unban": unbanScript, "derive": deriveScript,
 	}
 }

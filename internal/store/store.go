@@ -134,10 +134,10 @@ func newMetrics(reg prometheus.Registerer, directClients func() float64) (*metri
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget"} {
+		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed"} {
 		m.errors.WithLabelValues(op)
 	}
-	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members"} {
+	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive"} {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
@@ -326,6 +326,10 @@ type Write struct {
 	// metadata existed (ledger mode). Column writes always keep it.
 	Metadata     string
 	KeepMetadata bool
+	// FeedLen > 0 (a family with a read index): the script also appends the
+	// change to the shard's feed (Keys.Feed), trimmed to about FeedLen
+	// entries (XADD MAXLEN ~), atomically with the change.
+	FeedLen int64
 }
 
 // ColArgs are a write's columns for columns.lua: in a sum family (sum) each
@@ -381,7 +385,22 @@ func (w Write) script() (*redis.Script, string) {
 	}
 }
 
+// keysArgs are the script's KEYS and ARGV, the change feed included.
 func (w Write) keysArgs() ([]string, []any) {
+	keys, args := w.ownKeysArgs()
+	return w.withFeed(keys, args)
+}
+
+// withFeed appends the change feed to a script call's KEYS (last) and ARGV
+// ('~feed', FeedLen last; common.lua) when the write keeps one.
+func (w Write) withFeed(keys []string, args []any) ([]string, []any) {
+	if w.FeedLen <= 0 {
+		return keys, args
+	}
+	return append(keys, w.Keys.Feed), append(args, "~feed", w.FeedLen)
+}
+
+func (w Write) ownKeysArgs() ([]string, []any) {
 	if w.HasCols {
 		return w.colsKeysArgs()
 	}
@@ -392,7 +411,7 @@ func (w Write) keysArgs() ([]string, []any) {
 		keys, args = []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta},
 			[]any{w.EventID, w.Reverses, w.Member, w.B, w.Seq, w.MaxPoints, w.NowMs, w.Rules, flag(w.PeriodClosed)}
 	case KindProject:
-		return w.projectKeys(), append([]any{1}, w.projectArgs()...)
+		return w.projectOwnKeys(), append([]any{1}, w.projectArgs()...)
 	case KindRemove:
 		return []string{w.Keys.Z, w.Keys.Ev, w.Keys.Meta, w.Keys.Cols, w.Keys.Md}, []any{w.Member, flag(w.PeriodClosed)}
 	default:
@@ -408,9 +427,17 @@ func (w Write) keysArgs() ([]string, []any) {
 	return keys, args
 }
 
-// projectKeys are a projection's KEYS (project.lua): writes with the same
-// keys share one script call.
+// projectKeys are a projection's KEYS (project.lua), the feed included:
+// writes with the same keys share one script call.
 func (w Write) projectKeys() []string {
+	keys := w.projectOwnKeys()
+	if w.FeedLen > 0 {
+		keys = append(keys, w.Keys.Feed)
+	}
+	return keys
+}
+
+func (w Write) projectOwnKeys() []string {
 	if w.KeepMetadata {
 		return []string{w.Keys.Z, w.Keys.M, w.Keys.Meta, w.Keys.Md}
 	}
@@ -551,6 +578,9 @@ type scriptCall struct {
 	args []any
 	ws   []int // the writes it carries, in their order
 	many bool  // a project.lua call: one reply per write
+	// feedLen: the change feed's length of a many call (its ARGV ends with
+	// it once, after every block).
+	feedLen int64
 }
 
 // scriptCalls turns writes into script calls: each projection joins the
@@ -584,7 +614,7 @@ func scriptCalls(ws []Write) []scriptCall {
 				at[w.Keys.Z] = len(calls)
 			}
 			calls = append(calls, scriptCall{sc: projectScript, name: "project", keys: w.projectKeys(),
-				args: append([]any{nil}, w.projectArgs()...), ws: []int{i}, many: true})
+				args: append([]any{nil}, w.projectArgs()...), ws: []int{i}, many: true, feedLen: w.FeedLen})
 			continue
 		}
 		sc, name := w.script()
@@ -594,6 +624,9 @@ func scriptCalls(ws []Write) []scriptCall {
 	for i := range calls {
 		if calls[i].many {
 			calls[i].args[0] = len(calls[i].ws)
+			if calls[i].feedLen > 0 { // the feed key is in projectKeys already
+				calls[i].args = append(calls[i].args, "~feed", calls[i].feedLen)
+			}
 		}
 	}
 	return calls

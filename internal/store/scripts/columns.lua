@@ -6,7 +6,8 @@
 -- hash maps user → that prefix, so a member is found in O(1) and re-placed
 -- atomically when its columns change.
 -- KEYS: 1 z, 2 ev (dedupe hash), 3 m (projection versions), 4 meta,
---       5 cols (user → prefix), 6 md (user → metadata) — one hash tag.
+--       5 cols (user → prefix), 6 md (user → metadata), then (optional)
+--       the change feed — one hash tag.
 -- ARGV: 1 op: apply | reverse | project,
 --       2 event id (apply, reverse; '' for project), 3 user,
 --       4 mode (apply: sum | gt | lt, in stored space; project: keep (API
@@ -103,11 +104,17 @@ local function place(p, vals, s, meta_json)
   redis.call('ZADD', z, score, np .. user)
   redis.call('HSET', colsk, user, np)
   if meta_json ~= nil then set_metadata(md, user, meta_json) end
+  -- One entry: a follower keys the member by its user id (the stored
+  -- member's prefix has a fixed width), so it replaces the old placement.
+  feed(np .. user, score)
   return score, np
 end
 
 local function remove()
-  if stored then redis.call('ZREM', z, stored) end
+  if stored then
+    redis.call('ZREM', z, stored)
+    feed(stored, '')
+  end
   redis.call('HDEL', colsk, user)
   redis.call('HDEL', md, user)
 end

@@ -6,6 +6,32 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
+-- The change feed (families with a read index, DESIGN §4b): a caller that
+-- keeps one passes the shard's feed stream as the last of KEYS and ends
+-- ARGV with '~feed', maxlen. NKEYS is the number of the script's own keys.
+-- ('~' starts no event id, member, version or JSON object, so an ARGV of a
+-- write without a feed never ends that way.)
+local FEED, FEED_LEN, NKEYS = nil, nil, #KEYS
+if #ARGV >= 2 and ARGV[#ARGV - 1] == '~feed' then
+  FEED, FEED_LEN, NKEYS = KEYS[#KEYS], ARGV[#ARGV], #KEYS - 1
+end
+
+-- feed: append (member, new score) to the change feed, score '' when the
+-- member left the sorted set; atomically with the change, in its slot.
+local function feed(member, score)
+  if FEED then
+    redis.call('XADD', FEED, 'MAXLEN', '~', FEED_LEN, '*', 'm', member, 's', score)
+  end
+end
+
+-- feed_reset: the shard's sorted set was replaced whole (a rebuild swap, a
+-- derive): every follower reloads the shard from this entry on.
+local function feed_reset(why)
+  if FEED then
+    redis.call('XADD', FEED, 'MAXLEN', '~', FEED_LEN, '*', 'r', why)
+  end
+end
+
 -- bytes_lt: a < b in memcmp order, the order Redis uses for equal scores.
 -- Lua's own '<' on strings uses strcoll, which depends on the server locale.
 local function bytes_lt(a, b)

@@ -4,7 +4,7 @@
 -- order), so a ledger group pays one script call per shard, not one per
 -- event and board (issue 10).
 -- KEYS: 1 z, 2 m (member → version hash), 3 meta, 4 (optional) md (member →
---       metadata) — one hash tag.
+--       metadata), then (optional) the change feed — one hash tag.
 -- ARGV: 1 n, then n blocks of 11: member, version, stored points, B, seq,
 --       max |stored points|, now (unix ms), rules version, seq mode: 'keep'
 --       (API projections: the seq changes only when the points do) or 'set'
@@ -18,7 +18,9 @@
 -- the retry of the applied ones stale, not a second count.
 -- Returns n replies, one per block: {status, version (stored or applied),
 -- score before or '', score after or ''} with status ok | stale | closed | range.
-local z, m, meta, md = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local z, m, meta = KEYS[1], KEYS[2], KEYS[3]
+local md = nil
+if NKEYS >= 4 then md = KEYS[4] end
 local st = closed_state(meta)
 local touched = false
 
@@ -45,6 +47,7 @@ local function project(member, version, p, B, seq, maxp, now, rules, seqMode, pr
     redis.call('ZREM', z, member)
     if md then redis.call('HDEL', md, member) end
     redis.call('HSET', m, member, fmt(version))
+    if cur then feed(member, '') end
     return {'ok', fmt(version), cur or '', ''}
   end
   local useSeq = seq
@@ -55,6 +58,7 @@ local function project(member, version, p, B, seq, maxp, now, rules, seqMode, pr
   redis.call('ZADD', z, score, member)
   set_metadata(md, member, json)
   redis.call('HSET', m, member, fmt(version))
+  feed(member, score)
   return {'ok', fmt(version), cur or '', score}
 end
 

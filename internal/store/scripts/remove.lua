@@ -2,7 +2,7 @@
 -- mode; ledger mode projects the ledger's absent total with project.lua).
 -- KEYS: 1 z, 2 ev (dedupe hash), 3 meta, 4 cols (user → stored-member
 --       prefix, families with sort columns), 5 md (user → metadata) — one
---       hash tag.
+--       hash tag; then (optional) the change feed.
 -- ARGV: 1 member, 2 '1' when the period is known frozen.
 -- Returns {status, score before or '', ''} with status ok | absent | closed.
 -- The member leaves the sorted set (as its stored member: the columns prefix
@@ -27,4 +27,5 @@ redis.call('HDEL', colsk, member)
 redis.call('HDEL', md, member)
 redis.call('HDEL', ev, '#n:' .. member)
 redis.call('HINCRBY', ev, '#rm:' .. member, 1)
+feed(stored, '')
 return {'ok', cur, ''}

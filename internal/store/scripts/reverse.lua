@@ -1,11 +1,14 @@
 -- reverse.lua: subtract exactly what an earlier event added, once.
--- KEYS: 1 z, 2 ev, 3 meta, 4 (optional) md (member → metadata) — one hash tag.
+-- KEYS: 1 z, 2 ev, 3 meta, 4 (optional) md (member → metadata), then
+--       (optional) the change feed — one hash tag.
 -- ARGV: 1 reversal event id, 2 original event id, 3 member, 4 B, 5 new seq,
 --       6 max |stored points|, 7 now (unix ms), 8 rules version,
 --       9 '1' when the period is known frozen.
 -- Returns {status, score before or '', score after or ''} with status
 -- ok | dup | closed | unknown | reversed (already) | notreversible | range.
 local z, ev, meta = KEYS[1], KEYS[2], KEYS[3]
+local md = nil
+if NKEYS >= 4 then md = KEYS[4] end
 local rid, oid, member = ARGV[1], ARGV[2], ARGV[3]
 local B, seq, maxp = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 
@@ -54,7 +57,8 @@ local after = ''
 local newSeq = seq
 if gone and newP == 0 then
   redis.call('ZREM', z, member)
-  if KEYS[4] then redis.call('HDEL', KEYS[4], member) end
+  if md then redis.call('HDEL', md, member) end
+  feed(member, '')
   newSeq = -1
 else
   if B > 0 then
@@ -63,6 +67,7 @@ else
   end
   after = fmt(encode(newP, B, newSeq))
   redis.call('ZADD', z, after, member)
+  feed(member, after)
 end
 touch_meta(meta, ARGV[7], ARGV[8])
 redis.call('HSET', ev, oid, 'R|' .. rec)
