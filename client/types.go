@@ -23,7 +23,7 @@ type Board struct {
 
 // ReadOptions are the query parameters every read takes.
 type ReadOptions struct {
-	Consistency  string // "" (the read's default), cached, replica or primary
+	Consistency  string // "" (the read's default), cached, replica, primary or index
 	AllowPartial bool   // partial=allow: answer what answered when a shard fails
 	Profiles     bool   // profiles=1
 }
@@ -108,11 +108,14 @@ type Profile struct {
 
 // ReadMeta is what every read answers besides its payload.
 type ReadMeta struct {
-	Board         string    `json:"board"`
-	Source        string    `json:"source"` // cache, replica or primary
-	AsOf          time.Time `json:"as_of"`
-	Partial       bool      `json:"partial,omitempty"`
-	MissingShards []int     `json:"missing_shards,omitempty"`
+	Board  string    `json:"board"`
+	Source string    `json:"source"` // cache, replica, primary or index
+	AsOf   time.Time `json:"as_of"`
+	// LagMs (source index): how far behind Redis the gateway's read index
+	// may be; every write acknowledged before AsOf is in the answer.
+	LagMs         *int64 `json:"lag_ms,omitempty"`
+	Partial       bool   `json:"partial,omitempty"`
+	MissingShards []int  `json:"missing_shards,omitempty"`
 }
 
 // Entry is one member on a board.

@@ -102,6 +102,17 @@ const e2eFamilies = `  learning:
       - {name: kills, order: desc, max: 999}
     dimensions:
       national: {shards: 4}
+  indexed:
+    source: events
+    aggregate: sum
+    period: all
+    tie: first
+    rank: competition
+    max_points: 8388607
+    seq_capacity: 1073741824
+    index: {enabled: true, max_lag: 30s}
+    dimensions:
+      national: {shards: 16}
 `
 
 // gw is one running gateway.
@@ -519,6 +530,7 @@ type readMeta struct {
 	Board   string `json:"board"`
 	Source  string `json:"source"`
 	AsOf    string `json:"as_of"`
+	LagMs   *int64 `json:"lag_ms"`
 	Partial bool   `json:"partial"`
 	Missing []int  `json:"missing_shards"`
 }

@@ -39,6 +39,9 @@ func TestE2EMonitorAndStatusPage(t *testing.T) {
 				Order string `json:"order"`
 				Max   int64  `json:"max"`
 			} `json:"columns"`
+			Index *struct {
+				MaxLagMs int64 `json:"max_lag_ms"`
+			} `json:"index"`
 		} `json:"families"`
 	}
 	g.ok(t, "GET", "/v1/families", nil, &fams)
@@ -48,12 +51,15 @@ func TestE2EMonitorAndStatusPage(t *testing.T) {
 		if f.Name == "learning" && (f.Period != "week" || strings.Join(f.Dimensions, ",") != "national,class,province") {
 			t.Errorf("learning listed as %+v", f)
 		}
+		if (f.Name == "indexed") != (f.Index != nil) || f.Index != nil && f.Index.MaxLagMs != 30000 {
+			t.Errorf("%s listed with index %+v (only indexed has one, max_lag 30s)", f.Name, f.Index)
+		}
 		if f.Name == "race" && (len(f.Columns) != 2 || f.Columns[0].Name != "time_ms" || f.Columns[0].Order != "asc" || f.Columns[1].Max != 999) {
 			t.Errorf("race listed as %+v", f)
 		}
 	}
-	if strings.Join(names, ",") != "course,game,learning,race" {
-		t.Errorf("families %v, want course, game, learning, race", names)
+	if strings.Join(names, ",") != "course,game,indexed,learning,race" {
+		t.Errorf("families %v, want course, game, indexed, learning, race", names)
 	}
 
 	if r := g.do(t, "GET", "/ui", nil); r.status != http.StatusMovedPermanently || r.header.Get("Location") != "/ui/" {

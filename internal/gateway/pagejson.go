@@ -103,6 +103,10 @@ func appendMeta(buf []byte, m ReadMeta) []byte {
 	buf = appendJSONString(buf, string(m.Source))
 	buf = append(buf, `,"as_of":`...)
 	buf = appendJSONString(buf, m.AsOf.Format(time.RFC3339Nano))
+	if m.LagMs != nil {
+		buf = append(buf, `,"lag_ms":`...)
+		buf = strconv.AppendInt(buf, *m.LagMs, 10)
+	}
 	if m.Partial {
 		buf = append(buf, `,"partial":true`...)
 	}

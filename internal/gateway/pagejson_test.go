@@ -24,6 +24,9 @@ func TestPageMarshalJSON(t *testing.T) {
 			NextCursor: "AQID"}},
 		{"partial", Page{ReadMeta: ReadMeta{Board: "b", Source: SourceReplica, AsOf: at, Partial: true, Missing: []int{3, 7}},
 			Entries: []rank.Entry{{User: "u2", Points: -4, Position: 5, Rank: 6}}}},
+		{"index with its lag", Page{ReadMeta: ReadMeta{Board: "b", Source: SourceIndex, AsOf: at, LagMs: ptr(int64(37))},
+			Entries: []rank.Entry{{User: "u3", Points: 1, Position: 0, Rank: 1}}}},
+		{"index without lag", Page{ReadMeta: ReadMeta{Board: "b", Source: SourceIndex, AsOf: at, LagMs: ptr(int64(0))}}},
 	}
 	for _, c := range cases {
 		t.Run(c.title, func(t *testing.T) {
@@ -87,6 +90,7 @@ func TestMemberStandingMarshalJSON(t *testing.T) {
 		{"columns", MemberStanding{ReadMeta: meta, User: "c", Columns: map[string]int64{"wins": 3, "time": -40, "a": 0}}},
 		{"profile", MemberStanding{ReadMeta: meta, User: "p", Profile: map[string]string{"name": "A \"q\" \x01 é <b>"}}},
 		{"metadata", MemberStanding{ReadMeta: meta, User: "m", Metadata: json.RawMessage(`{"k": [1, 2]}`)}},
+		{"index", MemberStanding{ReadMeta: ReadMeta{Board: "b", Source: SourceIndex, AsOf: at, LagMs: ptr(int64(12))}, User: "i", Rank: 4}},
 	}
 	for _, c := range cases {
 		t.Run(c.title, func(t *testing.T) {

@@ -15,6 +15,13 @@ type FamilyInfo struct {
 	Dimensions []string `json:"dimensions"`
 	// Columns are the sort columns after points (none: omitted).
 	Columns []ColumnInfo `json:"columns,omitempty"`
+	// Index: the family keeps a read index (families without: omitted).
+	Index *IndexInfo `json:"index,omitempty"`
+}
+
+// IndexInfo is a family's read index as GET /v1/families lists it.
+type IndexInfo struct {
+	MaxLagMs int64 `json:"max_lag_ms"`
 }
 
 // ColumnInfo is one sort column as GET /v1/families lists it.
@@ -59,6 +66,9 @@ func ConfigFamilies(cfg *config.Config) func() []FamilyInfo {
 				ci.Order = config.OrderAsc
 			}
 			fi.Columns = append(fi.Columns, ci)
+		}
+		if f.Index.Enabled {
+			fi.Index = &IndexInfo{MaxLagMs: f.Index.MaxLag.Milliseconds()}
 		}
 		list = append(list, fi)
 	}

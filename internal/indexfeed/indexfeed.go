@@ -655,7 +655,27 @@ func (x *Index) applyBoard(b *Board, sent time.Time, ops []store.FeedOp, refs []
 		}
 		b.mu.Unlock()
 	}
+	if b.loaded && x.members > x.o.MaxMembers {
+		// The board grew past what the index holds: it leaves for the
+		// fan-out, and is sized again later.
+		x.tooBig(b, sent)
+		return
+	}
 	x.refresh(b)
+}
+
+// tooBig turns a loaded board out of the index: it answers from the
+// fan-out until it fits again (sized after TooBigRetry).
+func (x *Index) tooBig(b *Board, now time.Time) {
+	x.forget(b)
+	b.tooBig.Store(true) // before ready goes: a read in between sees too_big, not loading
+	b.ready.Store(false)
+	b.phase, b.retryAt, b.shards = phaseTooBig, now.Add(x.o.TooBigRetry), nil
+	b.mu.Lock()
+	b.ix = nil
+	b.mu.Unlock()
+	x.log.Warn("index: board grew past index.max_members; its reads go to the fan-out", "board", b.spec.Name,
+		"max_members", x.o.MaxMembers)
 }
 
 // scanned reports whether every shard of a loading board has scanned.
