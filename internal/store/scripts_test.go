@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -62,24 +63,27 @@ func scoreStr(p *int64) string {
 	return strconv.FormatInt(*p, 10)
 }
 
+// semCase is one case of TestScriptSemantics.
+type semCase struct {
+	name  string
+	B     int64
+	maxP  int64
+	steps []step
+	final map[string]string // member → ZSCORE (absent: not in the set)
+	// evAbsent: event ids that must not be recorded in the dedupe hash.
+	evAbsent []string
+	// keysAbsent: which of the shard's keys must not exist (z, ev, m, meta).
+	keysAbsent []string
+	meta       map[string]string // expected meta hash fields
+}
+
 func TestScriptSemantics(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const maxP = 1_000_000
 	const B = 1000
 
-	cases := []struct {
-		name  string
-		B     int64
-		maxP  int64
-		steps []step
-		final map[string]string // member → ZSCORE (absent: not in the set)
-		// evAbsent: event ids that must not be recorded in the dedupe hash.
-		evAbsent []string
-		// keysAbsent: which of the shard's keys must not exist (z, ev, m, meta).
-		keysAbsent []string
-		meta       map[string]string // expected meta hash fields
-	}{
+	cases := []semCase{
 		{
 			name: "apply sum then a replay of the same event id is a dup",
 			maxP: maxP,
@@ -345,77 +349,143 @@ func TestScriptSemantics(t *testing.T) {
 		},
 	}
 
+	// Every case runs twice: as a family without a read index (no change
+	// feed may appear), and with one, where replaying the feed from the
+	// start must give exactly the sorted set the scripts left.
 	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := ctxT(t, 10*time.Second)
-			b := shard.Board{Family: "sem", Period: "2026-W34", DimType: "case", DimValue: fmt.Sprintf("c%02d", i)}
-			k := e.layout.Keys(b, 0, 1)
-			for j, st := range tc.steps {
-				if st.pre != nil {
-					st.pre(t, ctx, e.c, k)
-				}
-				w := st.w
-				w.Keys, w.B, w.MaxPoints, w.NowMs, w.Rules = k, tc.B, tc.maxP, testNowMs, testRules
-				r := e.s.Write(ctx, []store.Write{w})[0]
-				desc := fmt.Sprintf("step %d (kind %d id %q member %q value %d seq %d version %d)", j, w.Kind, w.EventID, w.Member, w.Value, w.Seq, w.Version)
-				if r.Err != nil {
-					t.Fatalf("%s: %v", desc, r.Err)
-				}
-				if r.Status != st.status {
-					t.Errorf("%s: status %q, want %q", desc, r.Status, st.status)
-				}
-				if st.before != anyScore && scoreStr(r.Before) != st.before {
-					t.Errorf("%s: before %s, want %s", desc, scoreStr(r.Before), st.before)
-				}
-				if st.after != anyScore && scoreStr(r.After) != st.after {
-					t.Errorf("%s: after %s, want %s", desc, scoreStr(r.After), st.after)
-				}
-				if w.Kind == store.KindProject && st.status != "closed" && r.Version != st.version {
-					t.Errorf("%s: version %d, want %d", desc, r.Version, st.version)
-				}
-				if r.State != st.state {
-					t.Errorf("%s: state %q, want %q", desc, r.State, st.state)
-				}
-				// The reply's "after" is what the set holds.
-				if st.after != anyScore {
-					got := zscore(t, ctx, e.c, k.Z, w.Member)
-					if got != scoreStr(r.After) {
-						t.Errorf("%s: ZSCORE %s, reply says after %s", desc, got, scoreStr(r.After))
-					}
-				}
+		for _, feed := range []bool{false, true} {
+			name := tc.name
+			if feed {
+				name += " (with a change feed)"
 			}
-			for m, want := range tc.final {
-				if got := zscore(t, ctx, e.c, k.Z, m); got != want {
-					t.Errorf("final ZSCORE %s = %s, want %s", m, got, want)
-				}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				runSemantics(t, e, i, tc, feed)
+			})
+		}
+	}
+}
+
+// runSemantics runs one case of TestScriptSemantics, with or without a
+// change feed.
+func runSemantics(t *testing.T, e *env, i int, tc semCase, feed bool) {
+	ctx := ctxT(t, 10*time.Second)
+	b := shard.Board{Family: "sem", Period: "2026-W34", DimType: "case", DimValue: fmt.Sprintf("c%02d", i)}
+	if feed {
+		b.DimValue += "f"
+	}
+	k := e.layout.Keys(b, 0, 1)
+	defer checkFeed(t, e, k, feed)
+	for j, st := range tc.steps {
+		if st.pre != nil {
+			st.pre(t, ctx, e.c, k)
+		}
+		w := st.w
+		w.Keys, w.B, w.MaxPoints, w.NowMs, w.Rules = k, tc.B, tc.maxP, testNowMs, testRules
+		if feed {
+			w.FeedLen = 1000
+		}
+		r := e.s.Write(ctx, []store.Write{w})[0]
+		desc := fmt.Sprintf("step %d (kind %d id %q member %q value %d seq %d version %d)", j, w.Kind, w.EventID, w.Member, w.Value, w.Seq, w.Version)
+		if r.Err != nil {
+			t.Fatalf("%s: %v", desc, r.Err)
+		}
+		if r.Status != st.status {
+			t.Errorf("%s: status %q, want %q", desc, r.Status, st.status)
+		}
+		if st.before != anyScore && scoreStr(r.Before) != st.before {
+			t.Errorf("%s: before %s, want %s", desc, scoreStr(r.Before), st.before)
+		}
+		if st.after != anyScore && scoreStr(r.After) != st.after {
+			t.Errorf("%s: after %s, want %s", desc, scoreStr(r.After), st.after)
+		}
+		if w.Kind == store.KindProject && st.status != "closed" && r.Version != st.version {
+			t.Errorf("%s: version %d, want %d", desc, r.Version, st.version)
+		}
+		if r.State != st.state {
+			t.Errorf("%s: state %q, want %q", desc, r.State, st.state)
+		}
+		// The reply's "after" is what the set holds.
+		if st.after != anyScore {
+			got := zscore(t, ctx, e.c, k.Z, w.Member)
+			if got != scoreStr(r.After) {
+				t.Errorf("%s: ZSCORE %s, reply says after %s", desc, got, scoreStr(r.After))
 			}
-			for _, id := range tc.evAbsent {
-				if ok, err := e.c.HExists(ctx, k.Ev, id).Result(); err != nil || ok {
-					t.Errorf("event %q recorded in the dedupe hash (err %v), want not", id, err)
-				}
+		}
+	}
+	for m, want := range tc.final {
+		if got := zscore(t, ctx, e.c, k.Z, m); got != want {
+			t.Errorf("final ZSCORE %s = %s, want %s", m, got, want)
+		}
+	}
+	for _, id := range tc.evAbsent {
+		if ok, err := e.c.HExists(ctx, k.Ev, id).Result(); err != nil || ok {
+			t.Errorf("event %q recorded in the dedupe hash (err %v), want not", id, err)
+		}
+	}
+	byName := map[string]string{"z": k.Z, "ev": k.Ev, "m": k.M, "meta": k.Meta}
+	for _, name := range tc.keysAbsent {
+		n, err := e.c.Exists(ctx, byName[name]).Result()
+		if err != nil || n != 0 {
+			v, _ := e.c.Do(ctx, "TYPE", byName[name]).Text()
+			h, _ := e.c.HGetAll(ctx, byName[name]).Result()
+			t.Errorf("key %s (%s) exists (err %v, type %s, hash %v), want absent", name, byName[name], err, v, h)
+		}
+	}
+	if tc.meta != nil {
+		got, err := e.c.HGetAll(ctx, k.Meta).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f, want := range tc.meta {
+			if got[f] != want {
+				t.Errorf("meta %s = %q, want %q (meta %v)", f, got[f], want, got)
 			}
-			byName := map[string]string{"z": k.Z, "ev": k.Ev, "m": k.M, "meta": k.Meta}
-			for _, name := range tc.keysAbsent {
-				n, err := e.c.Exists(ctx, byName[name]).Result()
-				if err != nil || n != 0 {
-					v, _ := e.c.Do(ctx, "TYPE", byName[name]).Text()
-					h, _ := e.c.HGetAll(ctx, byName[name]).Result()
-					t.Errorf("key %s (%s) exists (err %v, type %s, hash %v), want absent", name, byName[name], err, v, h)
-				}
+		}
+	}
+}
+
+// checkFeed: without a feed the shard has no stream; with one, the feed
+// replayed from its start (upsert a score, drop a member) is exactly the
+// sorted set — every change reached it, in order, and nothing else did.
+func checkFeed(t *testing.T, e *env, k shard.Keys, feed bool) {
+	t.Helper()
+	ctx := ctxT(t, 5*time.Second)
+	if !feed {
+		if n, err := e.c.Exists(ctx, k.Feed).Result(); err != nil || n != 0 {
+			t.Errorf("a write without a feed made %s (err %v)", k.Feed, err)
+		}
+		return
+	}
+	out := make([]store.FeedReply, 1)
+	e.s.Feed(ctx, []store.FeedOp{{Kind: store.FeedRead, Key: k.Feed, Count: 10000}}, out)
+	if out[0].Err != nil {
+		t.Fatal(out[0].Err)
+	}
+	replayed := map[string]int64{}
+	for _, en := range out[0].Entries {
+		switch {
+		case en.Reset != "":
+			t.Fatalf("a write appended a reset entry: %+v", en)
+		case en.Removed:
+			if _, ok := replayed[en.Member]; !ok {
+				t.Errorf("the feed removes %s, which it never added", en.Member)
 			}
-			if tc.meta != nil {
-				got, err := e.c.HGetAll(ctx, k.Meta).Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for f, want := range tc.meta {
-					if got[f] != want {
-						t.Errorf("meta %s = %q, want %q (meta %v)", f, got[f], want, got)
-					}
-				}
-			}
-		})
+			delete(replayed, en.Member)
+		default:
+			replayed[en.Member] = en.Score
+		}
+	}
+	zs, err := e.c.ZRangeWithScores(ctx, k.Z, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, z := range zs {
+		want[z.Member.(string)] = int64(z.Score)
+	}
+	if !maps.Equal(replayed, want) {
+		t.Errorf("the feed replays to %v, the sorted set holds %v (%d entries)", replayed, want, len(out[0].Entries))
 	}
 }
 

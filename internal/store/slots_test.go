@@ -77,7 +77,12 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 				}
 				for _, kd := range kinds {
 					groups = append(groups, group{fmt.Sprintf("shard %d %s script", i, kd.name), store.KeysOf(store.Write{Kind: kd.kind, Keys: k})},
-						group{fmt.Sprintf("shard %d %s columns script", i, kd.name), store.KeysOf(store.Write{Kind: kd.kind, Keys: k, HasCols: true})})
+						group{fmt.Sprintf("shard %d %s columns script", i, kd.name), store.KeysOf(store.Write{Kind: kd.kind, Keys: k, HasCols: true})},
+						group{fmt.Sprintf("shard %d %s script with a change feed", i, kd.name), store.KeysOf(store.Write{Kind: kd.kind, Keys: k, FeedLen: 100, KeepMetadata: true})},
+						group{fmt.Sprintf("shard %d %s columns script with a change feed", i, kd.name), store.KeysOf(store.Write{Kind: kd.kind, Keys: k, HasCols: true, FeedLen: 100})})
+					if got := store.KeysOf(store.Write{Kind: kd.kind, Keys: k, FeedLen: 100}); got[len(got)-1] != k.Feed {
+						t.Fatalf("shard %d %s: keys %v do not end with the change feed %s", i, kd.name, got, k.Feed)
+					}
 				}
 				if got := store.KeysOf(store.Write{Keys: k, HasCols: true}); len(got) != 6 || got[4] != k.Cols || got[5] != k.Md {
 					t.Fatalf("shard %d: columns script keys %v do not name the cols and md hashes", i, got)
@@ -91,7 +96,8 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 					// snapshot script: source, copy, marker; a snapshot page
 					// seeks the copy guarded by the marker.
 					group{fmt.Sprintf("shard %d snapshot script", i), []string{k.Z, k.Snapshot("s1"), k.SnapshotMarker("s1")}},
-					group{fmt.Sprintf("shard %d swap script", i), []string{k.RebuildZ(), k.Z, k.RebuildM(), k.M}},
+					group{fmt.Sprintf("shard %d swap script", i), []string{k.RebuildZ(), k.Z, k.RebuildM(), k.M, k.RebuildCols(), k.Cols, k.RebuildMd(), k.Md, k.Feed}},
+					group{fmt.Sprintf("shard %d feed read, scan and card (one pipeline)", i), []string{k.Feed, k.Z, shard.FeedKey(k.Z)}},
 				)
 			}
 			seen := map[string]bool{}
