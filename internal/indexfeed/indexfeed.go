@@ -664,16 +664,20 @@ func (x *Index) applyBoard(b *Board, sent time.Time, ops []store.FeedOp, refs []
 	x.refresh(b)
 }
 
-// tooBig turns a loaded board out of the index: it answers from the
-// fan-out until it fits again (sized after TooBigRetry).
+// tooBig turns a loaded board out of the index: a new entry of its name
+// answers too_big until it fits again (sized after TooBigRetry); a read
+// that holds the old board finishes on it, and its memory goes with it.
 func (x *Index) tooBig(b *Board, now time.Time) {
 	x.forget(b)
-	b.tooBig.Store(true) // before ready goes: a read in between sees too_big, not loading
+	nb := &Board{spec: b.spec, phase: phaseTooBig, retryAt: now.Add(x.o.TooBigRetry)}
+	nb.tooBig.Store(true)
+	nb.lastRead.Store(b.lastRead.Load())
+	x.mu.Lock()
+	if x.boards[b.spec.Name] == b {
+		x.boards[b.spec.Name] = nb
+	}
+	x.mu.Unlock()
 	b.ready.Store(false)
-	b.phase, b.retryAt, b.shards = phaseTooBig, now.Add(x.o.TooBigRetry), nil
-	b.mu.Lock()
-	b.ix = nil
-	b.mu.Unlock()
 	x.log.Warn("index: board grew past index.max_members; its reads go to the fan-out", "board", b.spec.Name,
 		"max_members", x.o.MaxMembers)
 }
