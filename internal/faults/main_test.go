@@ -18,7 +18,7 @@ import (
 
 // Every scenario runs on a cluster of its own; the bases are 10 apart
 // (ports BASE..BASE+5, cluster bus +10000). Never 7000, 7100 or 7400. The
-// scenarios of issue 15 use bases 7920–7980 (node timeout 1 s).
+// scenarios of issue 15 and scenario 12 use bases 7920–7980 (node timeout 1 s).
 const (
 	baseKillRedis   = 7500
 	baseKillLedger  = 7510
@@ -32,6 +32,8 @@ const (
 	baseLoop        = 7920
 	basePostgres    = 7930
 	baseGateways    = 7940
+	baseIndexRedis  = 7950
+	baseIndexLedger = 7980
 )
 
 var scenarioBases = []struct {
@@ -50,6 +52,8 @@ var scenarioBases = []struct {
 	{"TestFailoverLoop", baseLoop},
 	{"TestPostgresFaults", basePostgres},
 	{"TestManyGateways", baseGateways},
+	{"TestIndexUnderFaults", baseIndexRedis},
+	{"TestIndexUnderFaults", baseIndexLedger},
 }
 
 // selected reports whether -run (and -skip) select the top-level test name.

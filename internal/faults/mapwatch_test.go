@@ -29,8 +29,6 @@ type mapWatch struct {
 // lazily reloaded as any request would) which node the stack's client
 // sends key of victim's slots to.
 func (s *stack) watchMap(t0 time.Time, tp topology, victim int) *mapWatch {
-	w := &mapWatch{stopc: make(chan struct{}), done: make(chan struct{})}
-	cc, ok := s.rw.(*redis.ClusterClient)
 	key := ""
 	for i := 0; i < users && key == ""; i++ {
 		u := userName(i)
@@ -38,6 +36,13 @@ func (s *stack) watchMap(t0 time.Time, tp topology, victim int) *mapWatch {
 			key = k
 		}
 	}
+	return s.watchKey(t0, key)
+}
+
+// watchKey is watchMap for one key of the victim's slots ("": none).
+func (s *stack) watchKey(t0 time.Time, key string) *mapWatch {
+	w := &mapWatch{stopc: make(chan struct{}), done: make(chan struct{})}
+	cc, ok := s.rw.(*redis.ClusterClient)
 	if !ok || key == "" {
 		close(w.done)
 		return w

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -76,6 +77,10 @@ type stackOptions struct {
 	share *stack
 	// dialer opens the Redis connections (a network namespace's); nil: TCP.
 	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// families: more families (YAML under families:) beside the suite's f.
+	families string
+	// logger: the gateway's logger (nil: none).
+	logger *slog.Logger
 }
 
 // stack is an in-process gateway over one cluster, wired like cmd/gateway:
@@ -108,7 +113,7 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 		prefix = o.share.prefix
 	}
 	y := fmt.Sprintf("listen: \"127.0.0.1:0\"\nredis:\n  addrs: [%s]\n  prefix: %q\nfamilies:\n%s",
-		strings.Join(c.addrs, ", "), prefix, familiesYAML)
+		strings.Join(c.addrs, ", "), prefix, familiesYAML+o.families)
 	cfg, err := config.Parse([]byte(y))
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, y)
@@ -150,7 +155,7 @@ func newStack(t *testing.T, c *cluster, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.store.Close)
-	gopts := gateway.Options{Config: cfg, Backend: s.store, Registerer: s.reg}
+	gopts := gateway.Options{Config: cfg, Backend: s.store, Registerer: s.reg, Logger: o.logger}
 	if o.ledger && o.share != nil {
 		s.dsn, s.ledger, gopts.Ledger = o.share.dsn, o.share.ledger, o.share.ledger
 	} else if o.ledger {
