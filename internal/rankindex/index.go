@@ -44,8 +44,18 @@
 //
 // Measured (go test -run '^$' -bench . -benchmem ./internal/rankindex/) at
 // 1M members with 8-byte ids ("u%07d") and scores in 0..100000, on the
-// 2-core development machine while other work loaded it (load average
-// LOADAVG; a quiet machine is faster): MEASURED.
+// 2-core development machine (-count=3, load average 2.4 → 5.3 during the
+// run; ranges are the three counts):
+//
+//	Upsert of a present member     2.36–2.48 µs   (a sorted slice: 1.52–2.20 ms)
+//	Upsert of a new member         1.54–1.61 µs
+//	rank of a member (Ahead)       0.83–1.41 µs   (binary search of a sorted slice: 1.49–2.13 µs)
+//	around-me, radius 5            1.25–1.28 µs
+//	Top 100 (AppendFrom 0, 100)    90–91 ns
+//	page at offset 100 000         106–191 ns
+//	count of a score band          1.29–1.82 µs
+//	Load of 1M members             0.98–1.22 s (about 1 µs a member)
+//	heap per member (measured)     113 B with 8-byte ids; 158 B with a 6-byte column prefix
 //
 // # Why not a library
 //
