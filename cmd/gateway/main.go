@@ -93,7 +93,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.StringVar(&f.config, "config", getenv("RANKGATE_CONFIG"), "path of the YAML config file (env RANKGATE_CONFIG)")
 	fs.StringVar(&f.listen, "listen", "", "listen address, overrides config and RANKGATE_LISTEN")
 	fs.StringVar(&f.redisAddrs, "redis-addrs", "", "comma-separated Redis seeds, overrides config and RANKGATE_REDIS_ADDRS")
-	fs.StringVar(&f.logLevel, "log-level", envOr(getenv, "RANKGATE_LOG_LEVEL", "info"), "debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", envOr(getenv, "RANKGATE_LOG_LEVEL", "info"), "debug (adds a line per applied write), info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", envOr(getenv, "RANKGATE_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&f.ready, "ready-file", "", "write the bound address to this file once serving (for tests and scripts)")
 	if err := fs.Parse(args); err != nil {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rankgate/rankgate/internal/rank"
@@ -64,45 +65,68 @@ type BanList struct {
 	Bans []Ban `json:"bans"`
 }
 
-// banCache is a gateway's copy of the bans.
+// banCache is a gateway's copy of the bans: an immutable snapshot behind an
+// atomic pointer, so that the check before every batch reads it without a
+// lock while it is fresh (younger than banPoll). Refreshing takes mu: one
+// caller reads Redis, the others wait for its answer, as they would for
+// their own.
 type banCache struct {
-	mu      sync.Mutex
+	mu   sync.Mutex // held while the copy is refreshed or forgotten
+	snap atomic.Pointer[banSnapshot]
+}
+
+// banSnapshot is one copy of the bans; never modified once published.
+type banSnapshot struct {
 	version int64
 	bans    map[string]Ban
-	checked time.Time // last answer from Redis (zero: never)
+	checked time.Time // last answer from Redis (zero: never, or forgotten)
+}
+
+// fresh reports whether the copy was checked less than banPoll before now.
+func (b *banSnapshot) fresh(now time.Time) bool {
+	return b != nil && !b.checked.IsZero() && now.Sub(b.checked) < banPoll
 }
 
 // bans returns the bans, refreshed when the copy is older than banPoll.
 func (s *Service) bans(ctx context.Context) (map[string]Ban, error) {
 	c := &s.banned
+	if cur := c.snap.Load(); cur.fresh(time.Now()) {
+		return cur.bans, nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	if !c.checked.IsZero() && now.Sub(c.checked) < banPoll {
-		return c.bans, nil
+	cur := c.snap.Load()
+	if cur.fresh(now) {
+		return cur.bans, nil // refreshed while this caller waited
 	}
+	if cur == nil {
+		cur = &banSnapshot{}
+	}
+	next := *cur
 	k := s.layout.Bans()
 	v, err := s.banBE.BanVersion(ctx, k)
-	if err == nil && (v != c.version || c.checked.IsZero()) {
+	if err == nil && (v != cur.version || cur.checked.IsZero()) {
 		var all map[string]string
 		if all, v, err = s.banBE.Bans(ctx, k); err == nil {
-			if v != c.version {
+			if v != cur.version {
 				// A ban (or its lifting) moved since this gateway last looked
 				// (or it never looked): its cached pages may show a member
 				// another gateway just removed.
 				s.cache.Purge()
 			}
-			c.bans, c.version = parseBans(all, s), v
+			next.bans, next.version = parseBans(all, s), v
 		}
 	}
 	if err != nil {
-		if !c.checked.IsZero() && now.Sub(c.checked) < banStale {
-			return c.bans, nil
+		if !cur.checked.IsZero() && now.Sub(cur.checked) < banStale {
+			return cur.bans, nil
 		}
 		return nil, writeUnavailable(err, "reading the member bans")
 	}
-	c.checked = now
-	return c.bans, nil
+	next.checked = now
+	c.snap.Store(&next)
+	return next.bans, nil
 }
 
 func parseBans(all map[string]string, s *Service) map[string]Ban {
@@ -209,9 +233,14 @@ func (s *Service) PutBan(ctx context.Context, user string, r BanRequest) (BanRes
 
 // forgetBans makes the next check read the bans from Redis.
 func (s *Service) forgetBans() {
-	s.banned.mu.Lock()
-	s.banned.checked = time.Time{}
-	s.banned.mu.Unlock()
+	c := &s.banned
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.snap.Load(); cur != nil {
+		next := *cur
+		next.checked = time.Time{}
+		c.snap.Store(&next)
+	}
 }
 
 // sweepBanned removes a banned member from every board of the current

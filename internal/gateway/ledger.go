@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -275,7 +276,7 @@ func (w *ledgerWrites) group(ctx context.Context, plans []*plan, done func()) []
 			continue
 		}
 		projected[i] = true
-		out[i].Result = w.answer(p, res)
+		out[i].Result = w.answer(ctx, p, res)
 	}
 	w.mark(ctx, plans, results, projected)
 	return out
@@ -337,7 +338,7 @@ func (s *Service) projectGroup(ctx context.Context, writes []store.Write) []stor
 }
 
 // answer turns a committed event's ledger outcome into its API answer.
-func (w *ledgerWrites) answer(p *plan, res ledger.Outcome) *EventResult {
+func (w *ledgerWrites) answer(ctx context.Context, p *plan, res ledger.Outcome) *EventResult {
 	s := w.s
 	out := EventResult{EventID: p.ev.EventID, Period: p.period.ID, Duplicate: res.Duplicate, Boards: make([]BoardPoints, len(res.Boards))}
 	improvedAny, sawImprove := false, false
@@ -350,16 +351,19 @@ func (w *ledgerWrites) answer(p *plan, res ledger.Outcome) *EventResult {
 			sawImprove, improvedAny = true, improvedAny || imp
 		}
 		out.Boards[k] = bp
-		if !res.Duplicate && bt.Changed {
-			s.log.Info("event applied", "family", p.fam.cfg.Name, "period", p.period.ID, "board", b.String(), "member", p.ev.User,
-				"event_id", p.ev.EventID, "points_after", bt.Points, "version", bt.Version, "rules_version", p.fam.cfg.RulesVersion, "mode", "ledger")
+		if !res.Duplicate && bt.Changed && s.log.Enabled(ctx, slog.LevelDebug) {
+			// Per event and board: debug (see logApplied).
+			s.log.LogAttrs(ctx, slog.LevelDebug, "event applied", slog.String("family", p.fam.cfg.Name), slog.String("period", p.period.ID),
+				slog.String("board", b.String()), slog.String("member", p.ev.User), slog.String("event_id", p.ev.EventID),
+				slog.Int64("points_after", bt.Points), slog.Int64("version", bt.Version),
+				slog.String("rules_version", p.fam.cfg.RulesVersion), slog.String("mode", "ledger"))
 		}
 	}
 	if sawImprove {
 		out.Improved = &improvedAny
 	}
 	if res.Duplicate {
-		s.m.dedupe.WithLabelValues(p.fam.cfg.Name).Inc()
+		s.m.dedupeOf.with(p.fam.cfg.Name, "").Inc()
 	}
 	return &out
 }

@@ -1,6 +1,11 @@
 package gateway
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type metrics struct {
 	fanoutWidth  *prometheus.HistogramVec
@@ -9,11 +14,15 @@ type metrics struct {
 	partial      *prometheus.CounterVec
 	events       *prometheus.CounterVec
 	dedupe       *prometheus.CounterVec
-	late         *prometheus.CounterVec
-	fetched      *prometheus.CounterVec
-	returned     *prometheus.CounterVec
-	reads        *prometheus.CounterVec
-	shared       *prometheus.CounterVec
+	// eventsOf and dedupeOf resolve the write path's per-event series of
+	// events and dedupe once (WithLabelValues per event hashes and checks
+	// its labels every time).
+	eventsOf, dedupeOf *counters
+	late               *prometheus.CounterVec
+	fetched            *prometheus.CounterVec
+	returned           *prometheus.CounterVec
+	reads              *prometheus.CounterVec
+	shared             *prometheus.CounterVec
 	// ledger mode's write path, per stage (issue 10: the single-event tail)
 	groupStage  *prometheus.HistogramVec
 	groupEvents prometheus.Histogram
@@ -67,6 +76,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
 		}),
 	}
+	m.eventsOf, m.dedupeOf = &counters{vec: m.events}, &counters{vec: m.dedupe}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.fanoutWidth, m.nodeDuration, m.shardErrors, m.partial,
 			m.events, m.dedupe, m.late, m.fetched, m.returned, m.reads, m.shared, m.groupStage, m.groupEvents} {
@@ -76,4 +86,49 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// counters resolves the series of a counter vector of at most two labels
+// once each and keeps them: a lookup in an immutable map behind an atomic
+// pointer, no lock. A series is created on first use, as WithLabelValues
+// does, so /metrics shows the same series. For label values from a bounded
+// set (family names and fixed outcomes), never from requests.
+type counters struct {
+	vec  *prometheus.CounterVec
+	mu   sync.Mutex // serializes additions
+	seen atomic.Pointer[map[[2]string]prometheus.Counter]
+}
+
+// with answers the series of the label values a, b; b is "" for a vector
+// of one label.
+func (c *counters) with(a, b string) prometheus.Counter {
+	k := [2]string{a, b}
+	if m := c.seen.Load(); m != nil {
+		if ctr, ok := (*m)[k]; ok {
+			return ctr
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.seen.Load()
+	if old != nil {
+		if ctr, ok := (*old)[k]; ok {
+			return ctr
+		}
+	}
+	var ctr prometheus.Counter
+	if b == "" {
+		ctr = c.vec.WithLabelValues(a)
+	} else {
+		ctr = c.vec.WithLabelValues(a, b)
+	}
+	next := make(map[[2]string]prometheus.Counter, 8)
+	if old != nil {
+		for k, v := range *old {
+			next[k] = v
+		}
+	}
+	next[k] = ctr
+	c.seen.Store(&next)
+	return ctr
 }

@@ -3,7 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"sort"
+	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -35,6 +36,17 @@ type plan struct {
 	operator   string
 	lateKept   bool      // recorded for review already
 	received   time.Time // when the batch arrived (ledger mode)
+	// fp is "family/period" (famPeriod), built once per plan.
+	fp string
+}
+
+// famPeriod is the plan's "family/period": the key of its shard counts,
+// period state and achievement numbers within a batch.
+func (p *plan) famPeriod() string {
+	if p.fp == "" {
+		p.fp = p.fam.cfg.Name + "/" + p.period.ID
+	}
+	return p.fp
 }
 
 // writeStrategy is how a mode applies a batch's planned events: Redis-only
@@ -94,7 +106,7 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 		if p.err != nil {
 			continue
 		}
-		key := p.fam.cfg.Name + "/" + p.period.ID
+		key := p.famPeriod()
 		if _, ok := shards[key]; !ok {
 			sc, err := s.ensurePeriod(ctx, p.fam, p.period.ID)
 			if err != nil {
@@ -121,9 +133,9 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 			s.m.events.WithLabelValues(familyLabel(p), string(rank.CodeOf(out[i].Err))).Inc()
 			continue
 		case out[i].Result.Duplicate:
-			s.m.events.WithLabelValues(p.fam.cfg.Name, "duplicate").Inc()
+			s.m.eventsOf.with(p.fam.cfg.Name, "duplicate").Inc()
 		default:
-			s.m.events.WithLabelValues(p.fam.cfg.Name, "applied").Inc()
+			s.m.eventsOf.with(p.fam.cfg.Name, "applied").Inc()
 		}
 		// Only boards that took an event join the period's listing.
 		applied = append(applied, *p)
@@ -144,7 +156,13 @@ func (w redisWrites) apply(ctx context.Context, plans []plan, shards map[string]
 	if err := s.takeSeqs(ctx, plans); err != nil {
 		return nil, err
 	}
-	var writes []store.Write
+	n := 0
+	for i := range plans {
+		if plans[i].err == nil {
+			n += len(plans[i].boards)
+		}
+	}
+	writes := make([]store.Write, 0, n)
 	nowMs := now.UnixMilli()
 	for i := range plans {
 		p := &plans[i]
@@ -152,7 +170,7 @@ func (w redisWrites) apply(ctx context.Context, plans []plan, shards map[string]
 			continue
 		}
 		p.first = len(writes)
-		sc := shards[p.fam.cfg.Name+"/"+p.period.ID]
+		sc := shards[p.famPeriod()]
 		for _, b := range p.boards {
 			n := sc[b.DimType]
 			w := store.Write{
@@ -300,12 +318,14 @@ func (s *Service) planEvent(ev Event, now time.Time) plan {
 
 // boardsOf validates dims and returns national plus one board per dimension.
 func (s *Service) boardsOf(f *family, periodID string, dims map[string]string) ([]shard.Board, error) {
-	boards := []shard.Board{f.board(periodID, shard.National, "")}
-	types := make([]string, 0, len(dims))
+	boards := make([]shard.Board, 1, 1+len(dims))
+	boards[0] = f.board(periodID, shard.National, "")
+	var buf [4]string // the dimension types, sorted: on the stack for up to 4
+	types := buf[:0]
 	for t := range dims {
 		types = append(types, t)
 	}
-	sort.Strings(types)
+	slices.Sort(types)
 	for _, t := range types {
 		v := dims[t]
 		if t == shard.National {
@@ -325,43 +345,49 @@ func (s *Service) boardsOf(f *family, periodID string, dims map[string]string) (
 // takeSeqs reserves achievement numbers for tie "first" families: one INCRBY
 // per family period, handed out in array order.
 func (s *Service) takeSeqs(ctx context.Context, plans []plan) error {
-	counts := map[string]int64{}
-	var order []string
-	for i := range plans {
-		p := &plans[i]
-		if p.err != nil || !p.fam.enc.TakesSeq() {
-			continue
-		}
-		key := p.fam.cfg.Name + "/" + p.period.ID
-		if counts[key] == 0 {
-			order = append(order, key)
-		}
-		counts[key]++
+	type take struct {
+		key   string
+		p     *plan // the first plan of the family period
+		count int64
+		next  int64
 	}
-	next := map[string]int64{}
-	for _, key := range order {
-		var fam *family
-		var pid string
-		for i := range plans {
-			if plans[i].err == nil && plans[i].fam.cfg.Name+"/"+plans[i].period.ID == key {
-				fam, pid = plans[i].fam, plans[i].period.ID
-				break
+	var takes []take // in order of first appearance; few (one per family period)
+	at := func(key string) int {
+		for j := range takes {
+			if takes[j].key == key {
+				return j
 			}
 		}
-		first, err := s.writeBE.TakeSeq(ctx, s.layout.Period(fam.cfg.Name, pid), counts[key])
-		if err != nil {
-			return writeUnavailable(err, "taking achievement numbers for %s", key)
-		}
-		next[key] = first
+		return -1
 	}
 	for i := range plans {
 		p := &plans[i]
 		if p.err != nil || !p.fam.enc.TakesSeq() {
 			continue
 		}
-		key := p.fam.cfg.Name + "/" + p.period.ID
-		p.seq = next[key]
-		next[key]++
+		key := p.famPeriod()
+		if j := at(key); j >= 0 {
+			takes[j].count++
+		} else {
+			takes = append(takes, take{key: key, p: p, count: 1})
+		}
+	}
+	for j := range takes {
+		t := &takes[j]
+		first, err := s.writeBE.TakeSeq(ctx, s.layout.Period(t.p.fam.cfg.Name, t.p.period.ID), t.count)
+		if err != nil {
+			return writeUnavailable(err, "taking achievement numbers for %s", t.key)
+		}
+		t.next = first
+	}
+	for i := range plans {
+		p := &plans[i]
+		if p.err != nil || !p.fam.enc.TakesSeq() {
+			continue
+		}
+		t := &takes[at(p.famPeriod())]
+		p.seq = t.next
+		t.next++
 		if p.seq >= p.fam.enc.SeqCap() {
 			p.err = rank.Errorf(rank.CodeOutOfRange, "period %s used up its %d achievement numbers (seq_capacity)", p.period.ID, p.fam.enc.SeqCap())
 		}
@@ -449,9 +475,11 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 				bp.Improved = &imp
 				sawImprove, improvedAny = true, improvedAny || imp
 			}
-			s.logApplied(p, b, r)
+			if s.log.Enabled(ctx, slog.LevelDebug) {
+				s.logApplied(ctx, p, b, r)
+			}
 		case store.StatusDup:
-			s.m.dedupe.WithLabelValues(p.fam.cfg.Name).Inc()
+			s.m.dedupeOf.with(p.fam.cfg.Name, "").Inc()
 		case store.StatusClosed:
 			closed++
 		case store.StatusUnknown:
@@ -495,7 +523,11 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 	return res, nil
 }
 
-func (s *Service) logApplied(p *plan, b shard.Board, r store.WriteResult) {
+// logApplied logs one applied board write at debug (DESIGN §3: every
+// applied write logs, structured). It is a line per event and board, so the
+// callers ask s.log.Enabled first: at the default level (info) nothing is
+// built.
+func (s *Service) logApplied(ctx context.Context, p *plan, b shard.Board, r store.WriteResult) {
 	var before, after int64
 	if r.Before != nil {
 		before = p.fam.enc.PointsOf(*r.Before)
@@ -503,17 +535,18 @@ func (s *Service) logApplied(p *plan, b shard.Board, r store.WriteResult) {
 	if r.After != nil {
 		after = p.fam.enc.PointsOf(*r.After)
 	}
-	attrs := []any{"family", p.fam.cfg.Name, "period", p.period.ID, "board", b.String(), "member", p.ev.User,
-		"event_id", p.ev.EventID, "points_before", before, "points_after", after, "rules_version", p.fam.cfg.RulesVersion}
+	attrs := []slog.Attr{slog.String("family", p.fam.cfg.Name), slog.String("period", p.period.ID), slog.String("board", b.String()),
+		slog.String("member", p.ev.User), slog.String("event_id", p.ev.EventID), slog.Int64("points_before", before),
+		slog.Int64("points_after", after), slog.String("rules_version", p.fam.cfg.RulesVersion)}
 	switch {
 	case p.ev.Reverses != "":
-		attrs = append(attrs, "reverses", p.ev.Reverses, "delta", after-before)
+		attrs = append(attrs, slog.String("reverses", p.ev.Reverses), slog.Int64("delta", after-before))
 	case p.ev.Delta != nil:
-		attrs = append(attrs, "delta", *p.ev.Delta)
+		attrs = append(attrs, slog.Int64("delta", *p.ev.Delta))
 	case p.ev.Value != nil:
-		attrs = append(attrs, "value", *p.ev.Value, "improved", r.Status == store.StatusOK)
+		attrs = append(attrs, slog.Int64("value", *p.ev.Value), slog.Bool("improved", r.Status == store.StatusOK))
 	}
-	s.log.Info("event applied", attrs...)
+	s.log.LogAttrs(ctx, slog.LevelDebug, "event applied", attrs...)
 }
 
 // Project sets a member's absolute total on one board of a projection
@@ -599,8 +632,11 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 	case store.StatusOK:
 		out.Applied, out.Version = true, r.Version
 		s.m.events.WithLabelValues(f.cfg.Name, "projected").Inc()
-		s.log.Info("projection applied", "family", f.cfg.Name, "period", b.period.ID, "board", b.name(), "member", user,
-			"version", pr.Version, "points", pr.Points, "rules_version", f.cfg.RulesVersion)
+		if s.log.Enabled(ctx, slog.LevelDebug) {
+			s.log.LogAttrs(ctx, slog.LevelDebug, "projection applied", slog.String("family", f.cfg.Name), slog.String("period", b.period.ID),
+				slog.String("board", b.name()), slog.String("member", user), slog.Int64("version", pr.Version),
+				slog.Int64("points", pr.Points), slog.String("rules_version", f.cfg.RulesVersion))
+		}
 	case store.StatusStale:
 		out.CurrentVersion = r.Version
 		s.m.events.WithLabelValues(f.cfg.Name, "stale").Inc()

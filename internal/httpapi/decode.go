@@ -235,21 +235,24 @@ type eventJSON struct {
 }
 
 func decodeEvent(data []byte, prefix string) (gateway.Event, error) {
-	var w eventJSON
-	if err := decodeValue(data, prefix, &w); err != nil {
-		return gateway.Event{}, err
-	}
-	ev := w.Event
-	ev.At = nil
-	if w.At != nil {
-		t, err := parseTime(*w.At)
-		if err != nil {
-			field := joinPath(prefix, "at")
-			return gateway.Event{}, rank.Invalid(field, "%s must be an RFC 3339 time, got %q", field, *w.At)
+	w, ok := fastEvent(data) // the common shape (fastjson.go)
+	if !ok {
+		w = eventJSON{}
+		if err := decodeValue(data, prefix, &w); err != nil {
+			return gateway.Event{}, err
 		}
-		ev.At = &t
+	}
+	ev, ok := eventOf(w)
+	if !ok {
+		return gateway.Event{}, badAt(prefix, *w.At)
 	}
 	return ev, nil
+}
+
+// badAt is the error of an "at" that is not an RFC 3339 time.
+func badAt(prefix, at string) error {
+	field := joinPath(prefix, "at")
+	return rank.Invalid(field, "%s must be an RFC 3339 time, got %q", field, at)
 }
 
 // parseTime reads an RFC 3339 time. A space where the offset sign should be

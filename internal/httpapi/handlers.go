@@ -39,17 +39,13 @@ type batchResponse struct {
 }
 
 func (s *server) batch(w http.ResponseWriter, r *http.Request) error {
-	var req batchRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	data, err := readBody(w, r)
+	if err != nil {
 		return err
 	}
-	evs := make([]gateway.Event, len(req.Events))
-	for i, raw := range req.Events {
-		ev, err := decodeEvent(raw, "events["+strconv.Itoa(i)+"]")
-		if err != nil {
-			return err
-		}
-		evs[i] = ev
+	evs, err := decodeBatch(data)
+	if err != nil {
+		return err
 	}
 	items, err := s.writes.ApplyBatch(r.Context(), evs)
 	if err != nil {
@@ -70,6 +66,35 @@ func (s *server) batch(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return writeJSON(w, http.StatusOK, out)
+}
+
+// decodeBatch decodes a batch's events: the common shape in one pass
+// (fastjson.go), anything else through the strict decoder, event by event.
+func decodeBatch(data []byte) ([]gateway.Event, error) {
+	if ws, ok := fastBatch(data); ok {
+		evs := make([]gateway.Event, len(ws))
+		for i := range ws {
+			ev, ok := eventOf(ws[i])
+			if !ok {
+				return nil, badAt("events["+strconv.Itoa(i)+"]", *ws[i].At)
+			}
+			evs[i] = ev
+		}
+		return evs, nil
+	}
+	var req batchRequest
+	if err := decodeValue(data, "", &req); err != nil {
+		return nil, err
+	}
+	evs := make([]gateway.Event, len(req.Events))
+	for i, raw := range req.Events {
+		ev, err := decodeEvent(raw, "events["+strconv.Itoa(i)+"]")
+		if err != nil {
+			return nil, err
+		}
+		evs[i] = ev
+	}
+	return evs, nil
 }
 
 func eventResult(res gateway.EventResult) gateway.EventResult {

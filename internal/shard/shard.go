@@ -40,8 +40,14 @@ func (b Board) Dimension() string {
 	return b.DimType + ":" + b.DimValue
 }
 
-// String returns "family/period/dimension", the board's name in the API.
-func (b Board) String() string { return b.Family + "/" + b.Period + "/" + b.Dimension() }
+// String returns "family/period/dimension", the board's name in the API
+// (one allocation: the write path names every board it answers).
+func (b Board) String() string {
+	if b.DimType == National {
+		return b.Family + "/" + b.Period + "/" + National
+	}
+	return b.Family + "/" + b.Period + "/" + b.DimType + ":" + b.DimValue
+}
 
 // ParseDimension splits "national" or "type:value". It does not validate the
 // characters; callers validate type and value with internal/rank.
@@ -161,13 +167,39 @@ func (l Layout) writeBase(sb *strings.Builder, b Board, i, n int) {
 	}
 }
 
-// Keys returns every key of shard i of n of a board.
+// keySuffixes are the suffixes of Keys after the shard's base, in the order
+// Keys lays them out.
+var keySuffixes = [...]string{"z", "m", "ev", "meta", "cols", "md", "feed"}
+
+// Keys returns every key of shard i of n of a board. The write path builds
+// them for every board write: they share one allocation, each key a
+// substring of one string (base+"z" base+"m" … base+"feed").
 func (l Layout) Keys(b Board, i, n int) Keys {
+	// An upper bound of the base's length (writeBase): the names, the
+	// separators and the shard index (at most 20 digits).
+	est := len(l.Prefix) + len(b.group()) + len(b.DimType) + len(b.DimValue) + len(b.Period) + len(b.Family) + 30
 	var sb strings.Builder
+	sb.Grow(len(keySuffixes)*est + 18)
 	l.writeBase(&sb, b, i, n)
-	base := sb.String()
+	L := sb.Len()
+	for k, suf := range keySuffixes {
+		if k > 0 {
+			// The base again, from the builder's own bytes (appending never
+			// changes bytes already written).
+			sb.WriteString(sb.String()[:L])
+		}
+		sb.WriteString(suf)
+	}
+	all := sb.String()
+	var ks [len(keySuffixes)]string
+	at := 0
+	for k, suf := range keySuffixes {
+		ks[k] = all[at : at+L+len(suf)]
+		at += L + len(suf)
+	}
+	base := all[:L]
 	tag := base[len(l.Prefix)+2 : strings.IndexByte(base, '}')]
-	return Keys{Z: base + "z", M: base + "m", Ev: base + "ev", Meta: base + "meta", Cols: base + "cols", Md: base + "md", Feed: base + "feed", Tag: tag}
+	return Keys{Z: ks[0], M: ks[1], Ev: ks[2], Meta: ks[3], Cols: ks[4], Md: ks[5], Feed: ks[6], Tag: tag}
 }
 
 // SharedCache returns the key of a board's shared cache copy of one query
