@@ -195,6 +195,15 @@ type Tracing struct {
 // Auth holds the bearer tokens.
 type Auth struct {
 	Tokens []Token
+	// Tickets are the single-use stand-ins for a token that a browser's
+	// EventSource, which cannot send headers, passes as ?ticket=.
+	Tickets Tickets
+}
+
+// Tickets configures POST /v1/tickets.
+type Tickets struct {
+	// TTL: a ticket not used within it is refused.
+	TTL time.Duration
 }
 
 // Token is one bearer token, read from an env var, and its scopes.
@@ -263,6 +272,18 @@ type Server struct {
 	// MaxInflight bounds the /v1 requests served at once; one more answers
 	// 503 unavailable with Retry-After at once instead of queueing.
 	MaxInflight int
+	// CORS lets browsers on other origins call the /v1 routes.
+	CORS CORS
+}
+
+// CORS lists the browser origins allowed to call the API.
+type CORS struct {
+	// AllowedOrigins are exact origins (scheme://host[:port]); empty: no
+	// CORS headers at all.
+	AllowedOrigins []string
+	// MaxAge is how long a browser may cache a preflight's answer
+	// (Access-Control-Max-Age).
+	MaxAge time.Duration
 }
 
 // Family is one kind of board with one rule set.
@@ -407,7 +428,9 @@ func Default() *Config {
 			IdleTimeout:       120 * time.Second,
 			RequestTimeout:    10 * time.Second,
 			MaxInflight:       1000,
+			CORS:              CORS{MaxAge: 10 * time.Minute},
 		},
+		Auth:   Auth{Tickets: Tickets{TTL: time.Minute}},
 		Awards: Awards{Webhook: Webhook{Timeout: 5 * time.Second, MaxAttempts: 12}},
 		Index: Index{MaxBoards: 64, MaxMembers: 5_000_000, FeedLen: 100_000, IdleAfter: 10 * time.Minute,
 			PollInterval: 5 * time.Millisecond, PollIdle: 200 * time.Millisecond},

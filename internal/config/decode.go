@@ -94,7 +94,12 @@ func (d *decoder) config(root *yaml.Node) *Config {
 			})
 		},
 		"auth": func(n *yaml.Node, key string) {
-			d.fields(n, key, map[string]field{"tokens": d.tokens(&c.Auth.Tokens)})
+			d.fields(n, key, map[string]field{
+				"tokens": d.tokens(&c.Auth.Tokens),
+				"tickets": func(n *yaml.Node, key string) {
+					d.fields(n, key, map[string]field{"ttl": d.duration(&c.Auth.Tickets.TTL)})
+				},
+			})
 		},
 		"limits": func(n *yaml.Node, key string) {
 			l := &c.Limits
@@ -115,6 +120,12 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				"idle_timeout":        d.duration(&s.IdleTimeout),
 				"request_timeout":     d.duration(&s.RequestTimeout),
 				"max_inflight":        intField(d, &s.MaxInflight),
+				"cors": func(n *yaml.Node, key string) {
+					d.fields(n, key, map[string]field{
+						"allowed_origins": d.strs(&s.CORS.AllowedOrigins),
+						"max_age":         d.duration(&s.CORS.MaxAge),
+					})
+				},
 			})
 		},
 		"awards": func(n *yaml.Node, key string) {

@@ -17,8 +17,9 @@ func TestServerSection(t *testing.T) {
 		want := Server{
 			ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second,
 			IdleTimeout: 120 * time.Second, RequestTimeout: 10 * time.Second, MaxInflight: 1000,
+			CORS: CORS{MaxAge: 10 * time.Minute},
 		}
-		if c.Server != want {
+		if !reflect.DeepEqual(c.Server, want) {
 			t.Errorf("server = %+v, want %+v", c.Server, want)
 		}
 	})
@@ -31,8 +32,9 @@ func TestServerSection(t *testing.T) {
 		want := Server{
 			ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 3 * time.Second,
 			IdleTimeout: 4 * time.Second, RequestTimeout: 500 * time.Millisecond, MaxInflight: 7,
+			CORS: CORS{MaxAge: 10 * time.Minute},
 		}
-		if c.Server != want {
+		if !reflect.DeepEqual(c.Server, want) {
 			t.Errorf("server = %+v, want %+v", c.Server, want)
 		}
 	})

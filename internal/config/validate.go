@@ -50,6 +50,9 @@ const (
 	minFeedLen       = 1000
 	maxFeedLen       = 10_000_000
 	maxIndexLag      = time.Minute
+	maxCORSMaxAge    = 24 * time.Hour
+	minTicketTTL     = time.Second
+	maxTicketTTL     = 10 * time.Minute
 )
 
 // validator collects field errors.
@@ -282,6 +285,9 @@ func (c *Config) validateAuth(v *validator) {
 			v.intRange(key+".burst", t.Burst, 1, maxBurst)
 		}
 	}
+	if t := c.Auth.Tickets.TTL; t < minTicketTTL || t > maxTicketTTL {
+		v.errorf("auth.tickets.ttl", "%s is out of range %s..%s", t, minTicketTTL, maxTicketTTL)
+	}
 	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !c.ListenIsLoopback() {
 		v.errorf("auth.tokens", "required: listen %q is not loopback-only, and without tokens the gateway is open only on loopback", c.Listen)
 	}
@@ -340,6 +346,60 @@ func (c *Config) validateServer(v *validator) {
 			s.RequestTimeout, s.WriteTimeout)
 	}
 	v.intRange("server.max_inflight", s.MaxInflight, 1, maxInflightCap)
+	for i, o := range s.CORS.AllowedOrigins {
+		key := fmt.Sprintf("server.cors.allowed_origins[%d]", i)
+		if err := checkOrigin(o); err != nil {
+			v.errorf(key, "%v", err)
+		} else if slices.Index(s.CORS.AllowedOrigins, o) < i {
+			v.errorf(key, "duplicate origin %q", o)
+		}
+	}
+	if a := s.CORS.MaxAge; a < 0 || a > maxCORSMaxAge {
+		v.errorf("server.cors.max_age", "%s is out of range 0..%s", a, maxCORSMaxAge)
+	}
+}
+
+// checkOrigin accepts an origin as a browser sends it in the Origin header
+// (RFC 6454 serialisation): lower-case http or https, a host, a port only
+// when it is not the scheme's default, and nothing else — no path, no
+// trailing slash, no wildcard. Anything else would never match.
+func checkOrigin(o string) error {
+	scheme, rest, ok := strings.Cut(o, "://")
+	switch {
+	case strings.Contains(o, "*"):
+		return fmt.Errorf("%q: wildcards are not allowed; list each origin", o)
+	case !ok || (scheme != "http" && scheme != "https"):
+		return fmt.Errorf("%q: want http://host[:port] or https://host[:port]", o)
+	case rest == "":
+		return fmt.Errorf("%q has no host", o)
+	case strings.ContainsAny(rest, "/?#@ \t"):
+		return fmt.Errorf("%q: an origin is scheme://host[:port] only, without a path (not even a trailing /), query or user", o)
+	case strings.ToLower(o) != o:
+		return fmt.Errorf("%q: browsers send origins in lower case; write it so", o)
+	}
+	host, port, hasPort := rest, "", false
+	if h, p, err := net.SplitHostPort(rest); err == nil {
+		host, port, hasPort = h, p, true
+	} else if strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]") && net.ParseIP(rest[1:len(rest)-1]) != nil {
+		host = rest
+	} else if strings.Contains(rest, ":") || strings.ContainsAny(rest, "[]") {
+		return fmt.Errorf("%q: invalid host:port: %v", o, err)
+	}
+	if host == "" {
+		return fmt.Errorf("%q has no host", o)
+	}
+	if hasPort {
+		n, err := strconv.Atoi(port)
+		switch {
+		case err != nil || n < 1 || n > 65535:
+			return fmt.Errorf("%q: port %q is not 1..65535", o, port)
+		case (scheme == "http" && n == 80) || (scheme == "https" && n == 443):
+			return fmt.Errorf("%q: browsers leave out the default port %d; write %s://%s", o, n, scheme, host)
+		case port != strconv.Itoa(n):
+			return fmt.Errorf("%q: port %q is not written as browsers write it", o, port)
+		}
+	}
+	return nil
 }
 
 func validateFamily(v *validator, name string, f *Family) {
