@@ -8,8 +8,9 @@
 // pipeline over every shard that is due — go-redis splits it per node, so
 // one round trip per node, never a connection or a goroutine per shard. A
 // shard is due at once while its feed moves, then after a wait that doubles
-// from PollInterval to PollIdle while it is quiet: a quiet board of S
-// shards costs S ÷ PollIdle commands per second.
+// from PollInterval to PollIdle while it is quiet (up to 2 × PollInterval
+// while another shard of its board moves): a quiet board of S shards costs
+// S ÷ PollIdle commands per second.
 //
 // Load = note the shard's feed position (its last entry), scan the sorted
 // set (ZSCAN, in chunks), then apply the feed from the noted position.
@@ -229,6 +230,7 @@ type Board struct {
 	loadStart time.Time
 	retryAt   time.Time // phaseTooBig: when to size it again
 	backoff   time.Time // a sizing, tail or scan step failed: not before this
+	active    time.Time // when the last read that brought entries to any shard was sent
 	loaded    bool      // done a first load (counted in members)
 }
 
@@ -816,16 +818,34 @@ func (x *Index) follow(b *Board, i int, entries []store.FeedEntry, card int64, h
 	if int64(len(entries)) < x.o.ReadCount {
 		sh.caught = sent
 	}
-	switch {
-	case int64(len(entries)) >= x.o.ReadCount:
-		sh.due = time.Time{} // more to read now
-	case len(fresh) > 0:
-		sh.interval = x.o.PollInterval
-		sh.due = sent.Add(sh.interval)
-	default:
-		sh.interval = min(max(sh.interval*2, x.o.PollInterval), x.o.PollIdle)
-		sh.due = sent.Add(sh.interval)
+	if len(fresh) > 0 {
+		b.active = sent
 	}
+	if int64(len(entries)) >= x.o.ReadCount {
+		sh.due = time.Time{} // more to read now
+		return
+	}
+	sh.interval = x.o.pace(sh.interval, len(fresh) > 0, sent.Sub(b.active) < x.o.PollIdle)
+	sh.due = sent.Add(sh.interval)
+}
+
+// pace is the wait before a shard's next feed read, after a read that
+// reached the feed's end: PollInterval when the read brought entries; else
+// the last wait doubled, up to PollIdle — but only up to twice PollInterval
+// while another shard of the board brought entries within PollIdle
+// (boardActive). Writes spread over every shard of a board, so a quiet
+// shard of a busy board is about to move too: without the cap its wait
+// would double past the gaps between its own writes, and the p99 of write
+// → visible would follow the longest waits, not the write rate.
+func (o Options) pace(last time.Duration, fresh, boardActive bool) time.Duration {
+	if fresh {
+		return o.PollInterval
+	}
+	limit := o.PollIdle
+	if boardActive {
+		limit = min(limit, 2*o.PollInterval)
+	}
+	return min(max(last*2, o.PollInterval), limit)
 }
 
 // sameEntry: a feed entry read again is the one applied (its id, and its

@@ -395,3 +395,35 @@ func TestBounds(t *testing.T) {
 		})
 	})
 }
+
+// TestPace: the wait before a shard's next feed read.
+func TestPace(t *testing.T) {
+	t.Parallel()
+	o := Options{PollInterval: 5 * time.Millisecond, PollIdle: 200 * time.Millisecond}
+	ms := time.Millisecond
+	tests := []struct {
+		name        string
+		last        time.Duration
+		fresh       bool
+		boardActive bool
+		want        time.Duration
+	}{
+		{"entries: poll again soon", 160 * ms, true, false, 5 * ms},
+		{"entries on a busy board", 10 * ms, true, true, 5 * ms},
+		{"quiet shard of a quiet board doubles", 20 * ms, false, false, 40 * ms},
+		{"quiet board stops at poll_idle", 160 * ms, false, false, 200 * ms},
+		{"quiet board stays at poll_idle", 200 * ms, false, false, 200 * ms},
+		{"first quiet read", 0, false, false, 5 * ms},
+		{"quiet shard of a busy board doubles once", 5 * ms, false, true, 10 * ms},
+		{"quiet shard of a busy board is capped", 10 * ms, false, true, 10 * ms},
+		{"a long wait shrinks when the board wakes", 200 * ms, false, true, 10 * ms},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := o.pace(tt.last, tt.fresh, tt.boardActive); got != tt.want {
+				t.Errorf("pace(%s, fresh %v, board active %v) = %s, want %s", tt.last, tt.fresh, tt.boardActive, got, tt.want)
+			}
+		})
+	}
+}
