@@ -130,9 +130,17 @@ build: ## build all commands into bin/
 loadtest: ## run the load tool: make loadtest ARGS='...'
 	$(GO) run ./loadtest $(ARGS)
 
+.PHONY: bench-writes
+bench-writes: ## writes of this tree ÷ an earlier commit's, paired A-B-B-A (events, batches of 100, 16 shards; FEED=1: feed on ÷ off): own cluster on BENCH_PORT (7250), BASE (61ffcf5), ROUNDS, DURATION
+	deploy/bench-writes.sh
+
 .PHONY: bench-fanout
 bench-fanout: ## sharded reads vs naive fan-out and one sorted set (issue 9): own cluster on BENCH_PORT (7210), MEMBERS (1M), ROUNDS, KEEP=1
 	deploy/bench-fanout.sh
+
+.PHONY: bench-index
+bench-index: ## the read index vs fan-outs and one sorted set, feed on/off writes, freshness, load, heap, idle: own cluster on BENCH_PORT (7230), MEMBERS (1M), ROUNDS, KEEP=1
+	deploy/bench-index.sh
 
 size-bench: ## Top-100 p50 against board size (100k vs 10M members, 3 rounds; SIZES, ROUNDS, PREFILL=0, CLEAN=1) on the dev cluster
 	deploy/size-bench.sh

@@ -11,6 +11,12 @@
 // measurements take turns in short slices. It prints req/s per round and the
 // ratios.
 //
+// With -index it is the read index's yardstick instead (`make bench-index`,
+// index.go): reads from the index against the same fan-outs and sorted set,
+// event throughput with the change feed on and off, freshness, the load
+// time, heap per member and idle cost of an indexed board — on gateways it
+// starts itself (-gateway-bin).
+//
 // It talks HTTP to the gateway and, for the prefill and the direct-to-Redis
 // yardsticks, straight to Redis — like the load tool's baseline.
 //
@@ -65,6 +71,8 @@ type options struct {
 	// cpu: charge every slice's CPU (this process, the gateway, the
 	// masters) to its measurement and print CPU per request.
 	cpu bool
+	// ix: the read index's yardstick (-index, `make bench-index`; index.go).
+	ix indexOptions
 }
 
 func main() {
@@ -88,9 +96,14 @@ func main() {
 	flag.StringVar(&o.compare, "compare", "", "URL of a gateway with redis.read_transport -compare-transport: its 16- and 1-shard reads and the read plan on that transport are measured too (the *_b measurements)")
 	flag.StringVar(&o.compareTransport, "compare-transport", store.TransportGoRedis, "the read transport of the -compare gateway")
 	flag.BoolVar(&o.cpu, "cpu", true, "sample CPU around every slice (this process's rusage, the gateway's process_cpu_seconds_total, the masters' INFO cpu) and print CPU per request and the ceiling Redis's own CPU sets on each goal")
+	indexFlags(&o.ix)
 	flag.Parse()
 	o.slices = max(o.slices, 1)
-	if err := run(o); err != nil {
+	do := run
+	if o.ix.on {
+		do = runIndex
+	}
+	if err := do(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fanoutbench:", err)
 		os.Exit(1)
 	}
@@ -117,6 +130,9 @@ func boardOf(cfg *config.Config, name string) (board, error) {
 	p := f.PeriodSpec().At(time.Now())
 	layout := shard.Layout{Prefix: cfg.Redis.Prefix}
 	b := shard.Board{Family: name, Period: p.ID, DimType: shard.National}
+	if f.KeyGroup != name {
+		b.Group = f.KeyGroup // keyed under another family's hash tags, as the gateway keys it
+	}
 	out := board{fam: name, keys: make([]string, d.Shards), enc: f.Encoding(), pk: layout.Period(name, p.ID), rules: f.RulesVersion}
 	for i := range out.keys {
 		out.keys[i] = layout.ZKey(b, i, d.Shards)
