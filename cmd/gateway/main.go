@@ -242,7 +242,8 @@ func dialRedis(ctx context.Context, cfg *config.Config, getenv func(string) stri
 // newAuth builds the bearer-token check from auth.tokens, reading each token
 // from its env var (an empty one stops the start, naming its key). No tokens:
 // nil, the API is open, which config validation allows on loopback only.
-func newAuth(cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer) (func(http.Handler) http.Handler, error) {
+// It also accepts the tickets of POST /v1/tickets on the live routes.
+func newAuth(cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer, tickets *httpapi.Tickets) (func(http.Handler) http.Handler, error) {
 	if len(cfg.Auth.Tokens) == 0 {
 		if !cfg.ListenIsLoopback() {
 			return nil, fmt.Errorf("auth.tokens: required: listen %q is not loopback-only", cfg.Listen)
@@ -257,7 +258,7 @@ func newAuth(cfg *config.Config, getenv func(string) string, log *slog.Logger, r
 	for i, t := range cfg.Auth.Tokens {
 		tokens[i] = httpapi.Token{Name: t.TokenEnv, Secret: secrets[i], Scopes: t.Scopes, RatePerSecond: t.RatePerSecond, Burst: t.Burst}
 	}
-	a, err := httpapi.NewAuth(httpapi.AuthOptions{Tokens: tokens, Logger: log, Registerer: reg})
+	a, err := httpapi.NewAuth(httpapi.AuthOptions{Tokens: tokens, Logger: log, Registerer: reg, Tickets: tickets})
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +278,11 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	auth, err := newAuth(cfg, getenv, log, reg)
+	tickets, err := httpapi.NewTickets(httpapi.TicketOptions{TTL: cfg.Auth.Tickets.TTL, Now: now, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	auth, err := newAuth(cfg, getenv, log, reg, tickets)
 	if err != nil {
 		return err
 	}
@@ -327,7 +332,9 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 	defer stopMonitor()
 	h, err := httpapi.New(svc, httpapi.Options{Logger: log, Registerer: reg, Gatherer: reg, Auth: auth,
 		MaxInflight: cfg.Server.MaxInflight, RequestTimeout: cfg.Server.RequestTimeout,
-		Families: httpapi.ConfigFamilies(cfg), TracerProvider: tp, Propagator: tr.Propagator})
+		Families: httpapi.ConfigFamilies(cfg), TracerProvider: tp, Propagator: tr.Propagator,
+		CORS:    httpapi.CORSOptions{AllowedOrigins: cfg.Server.CORS.AllowedOrigins, MaxAge: cfg.Server.CORS.MaxAge},
+		Tickets: tickets})
 	if err != nil {
 		return err
 	}

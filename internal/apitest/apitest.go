@@ -135,6 +135,15 @@ func (c *Checker) Check(req *http.Request, reqBody []byte, resp *http.Response, 
 }
 
 // check validates one exchange and counts it; it records nothing.
+// corsPreflight reports a CORS preflight (OPTIONS with Origin and
+// Access-Control-Request-Method) answered 204, empty, allowing that origin.
+func corsPreflight(req *http.Request, resp *http.Response, respBody []byte) bool {
+	origin := req.Header.Get("Origin")
+	return req.Method == http.MethodOptions && origin != "" && req.Header.Get("Access-Control-Request-Method") != "" &&
+		resp.StatusCode == http.StatusNoContent && len(respBody) == 0 &&
+		resp.Header.Get("Access-Control-Allow-Origin") == origin
+}
+
 func (c *Checker) check(req *http.Request, reqBody []byte, resp *http.Response, respBody []byte) (err error) {
 	if resp.StatusCode == statusClientClosed {
 		return nil // the client went away: no answer reached anyone
@@ -191,6 +200,9 @@ func (c *Checker) check(req *http.Request, reqBody []byte, resp *http.Response, 
 	vMu.Unlock()
 
 	switch {
+	case !reqOK && unknownOperation(reqErrs) && corsPreflight(req, resp, respBody):
+		// A CORS preflight answered for a listed origin: the CORS protocol,
+		// described in the document's info, not an operation of it.
 	case !reqOK && unknownOperation(reqErrs):
 		// No such operation: the server must say so.
 		if code := errorCode(respBody); !(resp.StatusCode == 404 && code == "not_found") && !(resp.StatusCode == 405 && code == "method_not_allowed") {

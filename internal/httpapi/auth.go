@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +52,10 @@ type AuthOptions struct {
 	Registerer prometheus.Registerer
 	// Now is the rate limiters' clock; nil means time.Now.
 	Now func() time.Time
+	// Tickets, when set, are accepted instead of a bearer token on the
+	// routes TicketRoute names (?ticket=T); the same store backs
+	// Options.Tickets. Nil: no ticket is accepted.
+	Tickets *Tickets
 }
 
 // Auth checks bearer tokens and scopes, and applies per-token rate limits.
@@ -59,6 +65,7 @@ type Auth struct {
 	log     *slog.Logger
 	now     func() time.Time
 	limited *prometheus.CounterVec
+	tickets *Tickets // nil: none accepted
 }
 
 type authToken struct {
@@ -75,8 +82,9 @@ func NewAuth(o AuthOptions) (*Auth, error) {
 		return nil, errors.New("httpapi: NewAuth needs at least one token (no tokens: leave Options.Auth nil)")
 	}
 	a := &Auth{
-		log: o.Logger,
-		now: o.Now,
+		log:     o.Logger,
+		now:     o.Now,
+		tickets: o.Tickets,
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_http_rate_limited_total",
 			Help: "Requests answered 429 rate_limited, by token (the name of its env var).",
@@ -128,10 +136,27 @@ func NewAuth(o AuthOptions) (*Auth, error) {
 // Bearer) without a known bearer token, 403 forbidden when the token lacks
 // the route's scope or the route has none (fail closed), 429 rate_limited
 // (with Retry-After) over the token's rate. It runs after routing: the scope
-// comes from r.Pattern.
+// comes from r.Pattern. On a TicketRoute, a request without an
+// Authorization header may present ?ticket=T instead (see Tickets): a used,
+// expired or unknown ticket is 401 too, and a good one leaves the query
+// before the handler sees it.
 func (a *Auth) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := a.authenticate(r)
+		scopes := []string(nil)
+		if tok != nil {
+			scopes = tok.scopes
+		}
+		if tok == nil && a.tickets != nil && TicketRoute(r.Pattern) && len(r.Header.Values("Authorization")) == 0 {
+			p, rr, err := a.redeem(r)
+			if err != nil {
+				w.Header().Set("WWW-Authenticate", "Bearer")
+				writeErrorBody(w, errorBody{Code: rank.CodeUnauthenticated,
+					Message: "a valid bearer token or ticket is required (Authorization: Bearer <token>, or ?ticket= from POST /v1/tickets; a ticket is good once, on the gateway that issued it)"})
+				return
+			}
+			tok, scopes, r = p.tok, p.Scopes, rr
+		}
 		if tok == nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeErrorBody(w, errorBody{Code: rank.CodeUnauthenticated,
@@ -145,7 +170,7 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 			writeErrorBody(w, errorBody{Code: rank.CodeForbidden, Message: "this route is not open to any token"})
 			return
 		}
-		if !slices.Contains(tok.scopes, scope) {
+		if !slices.Contains(scopes, scope) {
 			writeErrorBody(w, errorBody{Code: rank.CodeForbidden, Message: "this token lacks the " + scope + " scope"})
 			return
 		}
@@ -159,8 +184,35 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if needsPrincipal(r.Pattern) {
+			if _, ok := PrincipalFrom(r.Context()); !ok {
+				r = r.WithContext(context.WithValue(r.Context(), principalKey{},
+					Principal{Token: tok.name, Scopes: scopes, tok: tok}))
+			}
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// redeem uses up the request's ?ticket= and returns its principal and the
+// request without the ticket in its query, with the principal in its
+// context. No ticket, or more than one, is errBadTicket.
+func (a *Auth) redeem(r *http.Request) (Principal, *http.Request, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if vs := q["ticket"]; err != nil || len(vs) != 1 {
+		return Principal{}, nil, errBadTicket
+	}
+	p, err := a.tickets.Redeem(q.Get("ticket"))
+	if err != nil || p.tok == nil {
+		return Principal{}, nil, errBadTicket
+	}
+	q.Del("ticket")
+	rr := r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	rr.URL = &u
+	rr.RequestURI = u.RequestURI()
+	return p, rr, nil
 }
 
 // reserve takes one event from l at now, or takes nothing and returns how
@@ -231,6 +283,36 @@ type scopeRule struct {
 
 const boardRule = "/v1/boards/{}/{}/{}"
 
+// ticketRules name the routes that take ?ticket= instead of a bearer token
+// (method and path, as in scopeRules): the live streams, which a browser
+// opens with EventSource, which cannot send headers.
+var ticketRules = []scopeRule{
+	{method: http.MethodGet, path: boardRule + "/live"},
+}
+
+// issueTicketRoute is the route that issues tickets.
+const issueTicketRoute = "POST /v1/tickets"
+
+// TicketRoute reports whether the route pattern ("GET
+// /v1/boards/{family}/{period}/{dimension}/live") accepts ?ticket= in place
+// of a bearer token. A route is marked by a rule in ticketRules, nothing else:
+// registering that pattern is all it takes.
+func TicketRoute(pattern string) bool {
+	method, path := splitPattern(pattern)
+	for _, rule := range ticketRules {
+		if method == rule.method && path == rule.path {
+			return true
+		}
+	}
+	return false
+}
+
+// needsPrincipal: the routes whose handlers read PrincipalFrom (the others
+// are spared the context allocation).
+func needsPrincipal(pattern string) bool {
+	return pattern == issueTicketRoute || TicketRoute(pattern)
+}
+
 // scopeRules: first match wins. A /v1 pattern no rule matches is refused to
 // every token (fail closed), and TestEveryRouteHasAScope catches it.
 var scopeRules = []scopeRule{
@@ -268,6 +350,10 @@ var scopeRules = []scopeRule{
 	{method: http.MethodGet, path: "/v1/boards/{}/{}", scope: ScopeRead},
 	{method: http.MethodGet, path: "/v1/families/{}/period", scope: ScopeRead},
 	{method: http.MethodGet, path: "/v1/families", scope: ScopeRead},
+	// Live boards (text/event-stream) and the tickets that open them from a
+	// browser.
+	{method: http.MethodGet, path: boardRule + "/live", scope: ScopeRead},
+	{method: http.MethodPost, path: "/v1/tickets", scope: ScopeRead},
 }
 
 // ScopeOf returns the scope a route pattern ("GET /v1/layout") needs, and

@@ -129,6 +129,13 @@ type Options struct {
 	// Propagator reads the caller's trace context from the request headers
 	// (nil: W3C tracecontext and baggage).
 	Propagator propagation.TextMapPropagator
+	// CORS lists the browser origins allowed to call the /v1 routes; none:
+	// no CORS headers at all.
+	CORS CORSOptions
+	// Tickets is the store POST /v1/tickets issues from; give the same one
+	// to NewAuth (AuthOptions.Tickets), which accepts them. Nil: a store
+	// with the defaults (fine when Auth is nil: the API is open anyway).
+	Tickets *Tickets
 }
 
 // Default query values (api/openapi.yaml).
@@ -167,6 +174,11 @@ type server struct {
 	allPatterns []string
 	// openapi is api/openapi.yaml as JSON, served on GET /v1/openapi.json.
 	openapi []byte
+	// cors answers preflights and marks answers to listed origins; nil:
+	// off.
+	cors *cors
+	// tickets backs POST /v1/tickets.
+	tickets *Tickets
 }
 
 // New builds the rankgate HTTP handler.
@@ -193,6 +205,14 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	s := &server{writes: svc, reads: svc, life: svc, mod: svc, ready: svc.Ready, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
 		lingerBytes: lingerBytes, lingerTime: lingerTime, openapi: doc}
 	s.families = opts.Families
+	if s.cors, err = newCORS(opts.CORS); err != nil {
+		return nil, err
+	}
+	if s.tickets = opts.Tickets; s.tickets == nil {
+		if s.tickets, err = NewTickets(TicketOptions{}); err != nil {
+			return nil, err
+		}
+	}
 	s.routes(opts.Auth, opts.Gatherer)
 	if opts.TracerProvider == nil {
 		return s, nil
@@ -248,6 +268,7 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("GET /v1/boards/{family}/{period}", s.boards)
 	api("GET /v1/families/{family}/period", s.period)
 	api("GET /v1/families", s.familyList)
+	api(issueTicketRoute, s.issueTicket)
 	// Administration.
 	api("GET /v1/layout", s.layout)
 	api("GET /v1/periods/{family}/{period}", s.periodDetail)

@@ -99,6 +99,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.linger(rw, r)
 		}
 	}()
+	if s.cors != nil && s.cors.handle(rw, r) {
+		return // a preflight, answered
+	}
 	// ServeMux sets r.Pattern on this very request before calling the
 	// route's handler, so it is readable here afterwards.
 	s.mux.ServeHTTP(rw, r)
