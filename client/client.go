@@ -454,6 +454,21 @@ func (c *Client) Families(ctx context.Context) ([]FamilyInfo, error) {
 	return out.Families, err
 }
 
+// Ticket is a single-use stand-in for the client's token on a live board
+// (POST /v1/tickets): pass Ticket as ?ticket= to an EventSource.
+type Ticket struct {
+	Ticket    string    `json:"ticket"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// NewTicket asks for a ticket. Not retried: a lost answer leaves a ticket
+// nobody holds, and a new call is as good.
+func (c *Client) NewTicket(ctx context.Context) (Ticket, error) {
+	var out Ticket
+	err := c.do(ctx, call{method: http.MethodPost, path: "/v1/tickets", want: http.StatusCreated}, &out)
+	return out, err
+}
+
 // Administration.
 
 // PeriodDetail returns a period's state, boards and mode.
