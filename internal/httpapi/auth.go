@@ -188,6 +188,9 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 			if _, ok := PrincipalFrom(r.Context()); !ok {
 				r = r.WithContext(context.WithValue(r.Context(), principalKey{},
 					Principal{Token: tok.name, Scopes: scopes, tok: tok}))
+				if TicketRoute(r.Pattern) {
+					r = withoutTicket(r) // a token won; an unused ticket stays out of the handler's sight
+				}
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -206,13 +209,26 @@ func (a *Auth) redeem(r *http.Request) (Principal, *http.Request, error) {
 	if err != nil || p.tok == nil {
 		return Principal{}, nil, errBadTicket
 	}
+	return p, withoutTicket(r.WithContext(context.WithValue(r.Context(), principalKey{}, p))), nil
+}
+
+// withoutTicket returns r, or a copy of it without ticket in its query
+// (URL and RequestURI): the handler never sees a ticket, and never logs one.
+// r must be a copy already when it changes (WithContext makes one).
+func withoutTicket(r *http.Request) *http.Request {
+	if !strings.Contains(r.URL.RawQuery, "ticket") {
+		return r
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil || !q.Has("ticket") {
+		return r
+	}
 	q.Del("ticket")
-	rr := r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 	u := *r.URL
 	u.RawQuery = q.Encode()
-	rr.URL = &u
-	rr.RequestURI = u.RequestURI()
-	return p, rr, nil
+	r.URL = &u
+	r.RequestURI = u.RequestURI()
+	return r
 }
 
 // reserve takes one event from l at now, or takes nothing and returns how

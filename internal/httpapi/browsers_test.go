@@ -398,6 +398,7 @@ func TestTickets(t *testing.T) {
 			tk, _ := bh.issue(t, "read-0123456789")
 			check(t, "with the header", bh.useTicket(tk, http.Header{"Authorization": {"Bearer all-0123456789"}}).Code, 200)
 			check(t, "token", bh.lastLive(t).principal.Token, "RK_ALL")
+			check(t, "the handler's query", bh.lastLive(t).rawQuery, "top=10")
 			check(t, "outstanding", bh.tickets.Outstanding(), 1)
 			check(t, "a bad header is not rescued by a ticket", bh.useTicket(tk, http.Header{"Authorization": {"Bearer nope"}}).Code, 401)
 			check(t, "the ticket alone", bh.useTicket(tk, nil).Code, 200)
