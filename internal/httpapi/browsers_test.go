@@ -522,3 +522,33 @@ func TestTicketNeverLogged(t *testing.T) {
 		t.Errorf("the log lacks the paths it should keep:\n%s", logs)
 	}
 }
+
+// TestTicketSingleUseUnderRace: one ticket presented by many at once opens
+// exactly one request.
+func TestTicketSingleUseUnderRace(t *testing.T) {
+	t.Parallel()
+	bh := newBrowserHarness(t, browserOptions{})
+	tk, _ := bh.issue(t, "read-0123456789")
+	const n = 32
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = bh.useTicket(tk, nil).Code
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, c := range codes {
+		switch c {
+		case http.StatusOK:
+			ok++
+		case http.StatusUnauthorized:
+		default:
+			t.Errorf("status %d", c)
+		}
+	}
+	check(t, "requests let in", ok, 1)
+}
