@@ -99,15 +99,13 @@ func TestShardedColumnBoardsEqualOneSortedSet(t *testing.T) {
 	}
 	// The read index: sort columns and tie rules from the index, in both
 	// modes (in ledger mode a rebuild swap makes every follower reload).
-	for _, c := range []colCase{
+	cases = append(cases, []colCase{
 		{tie: "member", order: "desc", agg: "sum", rankMode: "competition", shards: 16, index: true},
 		{tie: "first", order: "asc", agg: "sum", rankMode: "ordinal", shards: 16, index: true},
 		{tie: "first", order: "desc", agg: "max", rankMode: "competition", shards: 4, index: true},
 		{tie: "first", order: "desc", agg: "sum", rankMode: "competition", shards: 4, ledger: true, index: true},
 		{tie: "member", order: "asc", agg: "min", rankMode: "competition", shards: 4, ledger: true, index: true},
-	} {
-		cases = append(cases, c)
-	}
+	}...)
 	seeds := map[string]uint64{}
 	for i, c := range cases {
 		key := c
