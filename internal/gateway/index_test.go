@@ -311,3 +311,73 @@ func TestIndexSeveralGateways(t *testing.T) {
 		indexEqualsRedis(t, svc, BoardRef{Family: "ix", Period: "all", Dimension: "province:gd"})
 	}
 }
+
+// TestIndexPeriodRollOver: a new period is a board with keys of its own.
+// Events of the period that ended (within its grace) and of the new one
+// land on two boards that the index holds side by side, each equal to
+// Redis entry by entry; neither leaks into the other.
+func TestIndexPeriodRollOver(t *testing.T) {
+	t.Parallel()
+	const fam = `  daily:
+    period: day
+    timezone: UTC
+    grace: 48h
+    tie: member
+    max_points: 100000
+` + indexYAML + `    dimensions:
+      national: {shards: 4}
+`
+	svc, _, _ := indexedService(t, fam, nil)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	before := now.Add(-24 * time.Hour)
+	refOf := func(at time.Time) BoardRef {
+		p, err := svc.Period(ctx, "daily", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return BoardRef{Family: "daily", Period: p.Period, Dimension: shard.National}
+	}
+	old, cur := refOf(before), refOf(now)
+	if old.Period == cur.Period {
+		t.Fatalf("periods of %s and %s are both %s", before, now, cur.Period)
+	}
+	write := func(base string, at time.Time, n, users int) {
+		batch := make([]Event, n)
+		for i := range batch {
+			batch[i] = Event{EventID: fmt.Sprintf("%s-%d", base, i), Family: "daily", User: fmt.Sprintf("%s%02d", base, i%users),
+				Delta: ptr(int64(1 + i%5)), At: &at}
+		}
+		items, err := svc.ApplyBatch(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, it := range items {
+			if it.Err != nil {
+				t.Fatalf("event %s-%d: %v", base, i, it.Err)
+			}
+		}
+	}
+	// The old period's board enters the index first, then the period
+	// rolls over: writes go on to both (the old one within its grace).
+	write("a", before, 40, 10)
+	indexEqualsRedis(t, svc, old)
+	write("b", now, 30, 7)
+	write("c", before, 20, 10)
+	indexEqualsRedis(t, svc, cur)
+	indexEqualsRedis(t, svc, old)
+	o, c := allEntries(t, svc, old, ConsistencyIndex), allEntries(t, svc, cur, ConsistencyIndex)
+	if len(o.Entries) != 20 || len(c.Entries) != 7 {
+		t.Fatalf("the old period holds %d members, the new one %d; want 20 and 7", len(o.Entries), len(c.Entries))
+	}
+	for _, e := range c.Entries {
+		if e.User[0] != 'b' {
+			t.Fatalf("member %s of the old period is on the new period's board", e.User)
+		}
+	}
+	for _, e := range o.Entries {
+		if e.User[0] == 'b' {
+			t.Fatalf("member %s of the new period is on the old period's board", e.User)
+		}
+	}
+}
