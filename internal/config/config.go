@@ -105,6 +105,8 @@ type Config struct {
 	// Index bounds each gateway's in-memory read index of hot boards
 	// (families with index.enabled).
 	Index Index
+	// Live bounds the server-sent event streams of GET {board}/live.
+	Live Live
 	// Families by name; FamilyNames lists the names sorted.
 	Families    map[string]*Family
 	FamilyNames []string
@@ -241,6 +243,34 @@ type Index struct {
 	PollIdle     time.Duration
 }
 
+// Live is the gateway-wide setting of live boards (DESIGN §4c): streams
+// of a board's answer, computed once per board and query shape per
+// interval and shared by every subscriber.
+type Live struct {
+	// MaxSubscribers bounds the open streams of one gateway; past it a new
+	// stream is refused with 503 and Retry-After.
+	MaxSubscribers int
+	// MaxPerToken bounds the open streams of one static token or JWT
+	// subject.
+	MaxPerToken int
+	// Heartbeat is how often an idle stream gets a ": ping" comment.
+	Heartbeat time.Duration
+	// WriteTimeout bounds one write to a stream; a client that does not
+	// take an event within it is dropped.
+	WriteTimeout time.Duration
+	// MaxBehind: a subscriber whose newest answer has waited this long
+	// for a reader that is still busy with an older one gets "overloaded"
+	// and is closed.
+	MaxBehind time.Duration
+}
+
+// FamilyLive is a family's setting of live boards.
+type FamilyLive struct {
+	// Interval: each board and query shape is computed at most once per
+	// interval, and a subscriber gets at most one update per interval.
+	Interval time.Duration
+}
+
 // FamilyIndex is a family's use of the read index.
 type FamilyIndex struct {
 	// Enabled: the write scripts append every change of the family's board
@@ -326,6 +356,8 @@ type Family struct {
 	Lifecycle *Lifecycle
 	// Index: the family's boards are kept in each gateway's read index.
 	Index FamilyIndex
+	// Live: how often live streams of the family's boards are refreshed.
+	Live FamilyLive
 	// Dimensions by type; "national" is always present.
 	Dimensions map[string]Dimension
 	// DimensionTypes lists the non-national dimension types, sorted.
@@ -434,6 +466,8 @@ func Default() *Config {
 		Awards: Awards{Webhook: Webhook{Timeout: 5 * time.Second, MaxAttempts: 12}},
 		Index: Index{MaxBoards: 64, MaxMembers: 5_000_000, FeedLen: 100_000, IdleAfter: 10 * time.Minute,
 			PollInterval: 5 * time.Millisecond, PollIdle: 200 * time.Millisecond},
+		Live: Live{MaxSubscribers: 20_000, MaxPerToken: 100, Heartbeat: 15 * time.Second,
+			WriteTimeout: 10 * time.Second, MaxBehind: 30 * time.Second},
 		Families: map[string]*Family{},
 	}
 }
@@ -453,6 +487,7 @@ func defaultFamily(name string) *Family {
 		Retention:    1080 * time.Hour,
 		CacheTTL:     time.Second,
 		Index:        FamilyIndex{MaxLag: 250 * time.Millisecond},
+		Live:         FamilyLive{Interval: time.Second},
 		Tie:          TieMember,
 		Rank:         RankCompetition,
 		RulesVersion: "1",

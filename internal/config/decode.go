@@ -152,6 +152,16 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				"poll_idle":     d.duration(&x.PollIdle),
 			})
 		},
+		"live": func(n *yaml.Node, key string) {
+			x := &c.Live
+			d.fields(n, key, map[string]field{
+				"max_subscribers": intField(d, &x.MaxSubscribers),
+				"max_per_token":   intField(d, &x.MaxPerToken),
+				"heartbeat":       d.duration(&x.Heartbeat),
+				"write_timeout":   d.duration(&x.WriteTimeout),
+				"max_behind":      d.duration(&x.MaxBehind),
+			})
+		},
 		"tracing": func(n *yaml.Node, key string) {
 			d.fields(n, key, map[string]field{"enabled": d.bool(&c.Tracing.Enabled)})
 		},
@@ -222,6 +232,11 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 			d.fields(n, key, map[string]field{
 				"enabled": d.bool(&f.Index.Enabled),
 				"max_lag": d.duration(&f.Index.MaxLag),
+			})
+		},
+		"live": func(n *yaml.Node, key string) {
+			d.fields(n, key, map[string]field{
+				"interval": d.duration(&f.Live.Interval),
 			})
 		},
 	})

@@ -101,6 +101,7 @@ func (c *Config) Validate() error {
 	c.validateServer(v)
 	c.validateAwards(v)
 	c.validateIndex(v)
+	c.validateLive(v)
 
 	c.FamilyNames = slices.Sorted(maps.Keys(c.Families))
 	if len(c.Families) == 0 {
@@ -313,6 +314,29 @@ func (c *Config) validateIndex(v *validator) {
 	}
 }
 
+// Live boards: a stream per subscriber, one computation per board and query
+// shape per interval.
+const (
+	maxLiveSubscribers = 1_000_000
+	minLiveInterval    = 100 * time.Millisecond
+	maxLiveInterval    = time.Minute
+)
+
+func (c *Config) validateLive(v *validator) {
+	x := c.Live
+	v.intRange("live.max_subscribers", x.MaxSubscribers, 1, maxLiveSubscribers)
+	v.intRange("live.max_per_token", x.MaxPerToken, 1, x.MaxSubscribers)
+	if x.Heartbeat < time.Second || x.Heartbeat > 5*time.Minute {
+		v.errorf("live.heartbeat", "%s is out of range 1s..5m", x.Heartbeat)
+	}
+	if x.WriteTimeout < 100*time.Millisecond || x.WriteTimeout > time.Minute {
+		v.errorf("live.write_timeout", "%s is out of range 100ms..1m", x.WriteTimeout)
+	}
+	if x.MaxBehind < time.Second || x.MaxBehind > 10*time.Minute {
+		v.errorf("live.max_behind", "%s is out of range 1s..10m", x.MaxBehind)
+	}
+}
+
 func (c *Config) validateLimits(v *validator) {
 	l := c.Limits
 	v.intRange("limits.max_top", l.MaxTop, 1, maxTopCap)
@@ -472,6 +496,9 @@ func validateFamily(v *validator, name string, f *Family) {
 	validateDimensions(v, p, f)
 	if f.Index.MaxLag <= 0 || f.Index.MaxLag > maxIndexLag {
 		v.errorf(p+".index.max_lag", "%s is out of range (0, %s]", f.Index.MaxLag, maxIndexLag)
+	}
+	if f.Live.Interval < minLiveInterval || f.Live.Interval > maxLiveInterval {
+		v.errorf(p+".live.interval", "%s is out of range %s..%s", f.Live.Interval, minLiveInterval, maxLiveInterval)
 	}
 }
 
