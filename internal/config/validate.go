@@ -494,7 +494,9 @@ func validateFamily(v *validator, name string, f *Family) {
 	validateScore(v, p, f)
 	validateColumns(v, p, f)
 	validateDimensions(v, p, f)
-	if f.Index.MaxLag <= 0 || f.Index.MaxLag > maxIndexLag {
+	// max_lag matters only with the index on (a hand-built Config of a
+	// family without one may leave it zero).
+	if (f.Index.Enabled || f.Index.MaxLag != 0) && (f.Index.MaxLag <= 0 || f.Index.MaxLag > maxIndexLag) {
 		v.errorf(p+".index.max_lag", "%s is out of range (0, %s]", f.Index.MaxLag, maxIndexLag)
 	}
 	if f.Live.Interval < minLiveInterval || f.Live.Interval > maxLiveInterval {

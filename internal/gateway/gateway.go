@@ -235,7 +235,7 @@ func New(o Options) (*Service, error) {
 		x := o.Config.Index
 		if s.index, err = indexfeed.New(indexfeed.Options{Backend: o.Backend, Logger: o.Logger.With("component", "index"),
 			Registerer: o.Registerer, MaxBoards: x.MaxBoards, MaxMembers: x.MaxMembers, IdleAfter: x.IdleAfter,
-			PollInterval: x.PollInterval, PollIdle: x.PollIdle, FeedLen: x.FeedLen}); err != nil {
+			PollInterval: x.PollInterval, PollIdle: x.PollIdle, FeedLen: x.FeedLen, Families: indexedFamilies(o.Config)}); err != nil {
 			return nil, err
 		}
 	}
@@ -250,6 +250,17 @@ func indexed(c *config.Config) bool {
 		}
 	}
 	return false
+}
+
+// indexedFamilies names the families that keep a read index.
+func indexedFamilies(c *config.Config) []string {
+	var out []string
+	for _, name := range c.FamilyNames {
+		if f := c.Families[name]; f != nil && f.Index.Enabled {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Ready reports whether Redis can serve.

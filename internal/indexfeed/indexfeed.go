@@ -108,6 +108,10 @@ type Options struct {
 	// TooBigRetry: how long a board that did not fit waits before it is
 	// sized again (default 1 min).
 	TooBigRetry time.Duration
+	// Families are the families whose reads may use the index: their
+	// per-family series (fallbacks by reason) start at zero, so that a
+	// rate or increase over them works from the gateway's start.
+	Families []string
 }
 
 // Index holds the boards of one gateway.
@@ -175,6 +179,11 @@ func New(o Options) (*Index, error) {
 	var err error
 	if x.m, err = newMetrics(o.Registerer, x); err != nil {
 		return nil, err
+	}
+	for _, f := range o.Families {
+		for _, r := range []string{ReasonLoading, ReasonLag, ReasonTooBig} {
+			x.m.fallbacks.WithLabelValues(f, r)
+		}
 	}
 	return x, nil
 }

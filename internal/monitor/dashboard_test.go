@@ -24,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/teststack"
 )
@@ -130,12 +131,18 @@ func live(t *testing.T) map[string]bool {
 	var flaky *flakyBackend
 	// A family with lifecycle makes the gateway run its scheduler (and export
 	// its metrics) as a live one with such a family does.
+	// An indexed family makes it keep a read index (and export its metrics).
 	families := teststack.DefaultFamilies + `  sprint:
     period: day
     lifecycle:
       archive: {after: 1h}
     dimensions:
       national: {shards: 1}
+  indexed:
+    period: week
+    index: {enabled: true}
+    dimensions:
+      national: {shards: 2}
 `
 	stack := teststack.New(t, teststack.Options{Families: families, WrapBackend: func(b gateway.Backend) gateway.Backend {
 		flaky = &flakyBackend{Backend: b}
@@ -206,18 +213,37 @@ func live(t *testing.T) map[string]bool {
 		t.Fatalf("top with a failing shard and partial=allow answered partial=false: %+v", page)
 	}
 
+	// The read index: a board of the indexed family loaded and followed
+	// (its per-board gauges appear once it is ready).
+	ctx, cancel := context.WithCancel(context.Background())
+	indexDone := make(chan struct{})
+	go func() { defer close(indexDone); stack.Service.RunIndex(ctx) }()
+	t.Cleanup(func() { cancel(); <-indexDone })
+	call("POST", "/v1/events", `{"event_id":"ix1","family":"indexed","user":"u1","delta":3}`, http.StatusOK)
+	gather := func() map[string]bool {
+		t.Helper()
+		mfs, err := stack.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, mf := range mfs {
+			names[mf.GetName()] = true
+		}
+		return names
+	}
+	soon.Eventually(t, 30*time.Second, func() error {
+		call("GET", "/v1/boards/indexed/current/national/top?limit=5", "", http.StatusOK)
+		if !gather()["rankgate_index_board_lag_seconds"] {
+			return errors.New("the indexed board is not ready yet")
+		}
+		return nil
+	})
+
 	if err := stack.Monitor.Poll(context.Background()); err != nil {
 		t.Fatalf("monitor poll: %v", err)
 	}
-	mfs, err := stack.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, mf := range mfs {
-		names[mf.GetName()] = true
-	}
-	return names
+	return gather()
 }
 
 func TestDashboardAndRulesUseRealMetrics(t *testing.T) {

@@ -25,14 +25,17 @@ import (
 //     lets every user run them. On Redis 7.2 and later add Redis72Commands.
 //   - scripts: evalsha, evalsha_ro, eval and eval_ro (the NOSCRIPT
 //     fallback), script|load (preload on every node).
-//   - inside the scripts (ACL checks each redis.call too): exists, hdel,
-//     hexists, hget, hincrby, hset, hsetnx, incrby (lease.lua's fence,
-//     unban.lua's version: the scripts say INCRBY k 1, never INCR), pexpire,
-//     rename, set, unlink, zadd, zcard, zcount, zrangestore, zrem, zrevrange,
+//   - inside the scripts (ACL checks each redis.call too): del, exists, get,
+//     hdel, hexists, hget, hincrby, hmget, hset, hsetnx, incrby (lease.lua's
+//     fence, unban.lua's version: the scripts say INCRBY k 1, never INCR),
+//     pexpire, rename, set, unlink, xadd (the change feed of families with a
+//     read index), zadd, zcard, zcount, zrangestore, zrem, zrevrange,
 //     zrevrank, zscore.
 //   - store calls: zmscore, zcount, zcard, zrange (native position probes:
 //     a probe's points group, BYSCORE LIMIT), zscan, hsetnx, hgetall, hset,
 //     sadd, smembers, incrby, xadd, xrange, pexpire, unlink, zadd, del,
+//     xrevrange, xrange, zscan and zcard (the read index follows the
+//     change feeds),
 //     multi and exec (profiles are replaced in a transaction), zunionstore
 //     (derived families, one key group per slot), get, set and del (the
 //     shared cache level of families with cache_shared), hset, hdel,
@@ -65,6 +68,7 @@ var Commands = []string{
 	"hget",
 	"hgetall",
 	"hincrby",
+	"hmget",
 	"hset",
 	"hsetnx",
 	"incrby",
@@ -83,6 +87,7 @@ var Commands = []string{
 	"unlink",
 	"xadd",
 	"xrange",
+	"xrevrange",
 	"zadd",
 	"zcard",
 	"zcount",

@@ -33,7 +33,7 @@ func calibrationEnv(t *testing.T) (redis.UniversalClient, *config.Config) {
 		Retention: 1080 * time.Hour, Dimensions: map[string]config.Dimension{
 			workload.BoardNational: {Shards: 4}, workload.BoardProvince: {Shards: 1}, workload.BoardClass: {Shards: 1}}}
 	f.MaxPoints, f.SeqCapacity, f.RulesVersion, f.WeekStart = config.DefaultTieFirstMaxPoints, config.DefaultSeqCapacity, "t", time.Monday
-	f.Grace = 5 * time.Minute
+	f.Grace, f.Live.Interval = 5*time.Minute, time.Second
 	f.DimensionTypes = []string{workload.BoardClass, workload.BoardProvince}
 	cfg.Families["learning"] = f
 	cfg.FamilyNames = []string{"learning"}
