@@ -28,6 +28,7 @@ import (
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/httpapi"
+	"github.com/rankgate/rankgate/internal/live"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/telemetry"
 )
@@ -330,11 +331,23 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		return err
 	}
 	defer stopMonitor()
+	// Live boards: one computation per board and query shape per interval,
+	// shared by every stream; closed (every stream told to reconnect) when
+	// the server shuts down.
+	hub, err := live.New(live.Options{Reads: svc, Logger: log, Registerer: reg,
+		Interval:       func(family string) time.Duration { return liveInterval(cfg, family) },
+		MaxSubscribers: cfg.Live.MaxSubscribers, MaxPerToken: cfg.Live.MaxPerToken, MaxBehind: cfg.Live.MaxBehind,
+		ReadTimeout: cfg.Server.RequestTimeout, Now: now})
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
 	h, err := httpapi.New(svc, httpapi.Options{Logger: log, Registerer: reg, Gatherer: reg, Auth: auth,
 		MaxInflight: cfg.Server.MaxInflight, RequestTimeout: cfg.Server.RequestTimeout,
 		Families: httpapi.ConfigFamilies(cfg), TracerProvider: tp, Propagator: tr.Propagator,
 		CORS:    httpapi.CORSOptions{AllowedOrigins: cfg.Server.CORS.AllowedOrigins, MaxAge: cfg.Server.CORS.MaxAge},
-		Tickets: tickets})
+		Tickets: tickets,
+		Live:    httpapi.LiveOptions{Hub: hub, Heartbeat: cfg.Live.Heartbeat, WriteTimeout: cfg.Live.WriteTimeout}})
 	if err != nil {
 		return err
 	}
@@ -354,6 +367,9 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		WriteTimeout: cfg.Server.WriteTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// At shutdown every live stream gets "event: reconnect" and ends, so
+	// Shutdown does not wait on streams that would never finish.
+	srv.RegisterOnShutdown(hub.Close)
 	mode := svc.Mode()
 	log.Info("rankgate serving", "addr", ln.Addr().String(), "redis", cfg.Redis.Addrs, "families", cfg.FamilyNames, "mode", mode,
 		"auth_tokens", len(cfg.Auth.Tokens))
@@ -410,4 +426,13 @@ func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, log 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// liveInterval is a family's live.interval (1s for a family the config does
+// not know: the read answers it with its own error).
+func liveInterval(cfg *config.Config, family string) time.Duration {
+	if f, ok := cfg.Families[family]; ok {
+		return f.Live.Interval
+	}
+	return time.Second
 }

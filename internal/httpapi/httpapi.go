@@ -4,7 +4,8 @@
 // and panic recovery. It checks syntax only; the gateway checks meaning
 // (families, ids, limits, ranges) and answers with *rank.Error.
 //
-// It imports internal/gateway (its Service), rank, config and ui; it must not
+// It imports internal/gateway (its Service), live (the hub behind GET
+// {board}/live), rank, config and ui; it must not
 // import go-redis, internal/store or internal/ledger.
 package httpapi
 
@@ -132,6 +133,8 @@ type Options struct {
 	// CORS lists the browser origins allowed to call the /v1 routes; none:
 	// no CORS headers at all.
 	CORS CORSOptions
+	// Live serves GET {board}/live (text/event-stream).
+	Live LiveOptions
 	// Tickets is the store POST /v1/tickets issues from; give the same one
 	// to NewAuth (AuthOptions.Tickets), which accepts them. Nil: a store
 	// with the defaults (fine when Auth is nil: the API is open anyway).
@@ -179,6 +182,8 @@ type server struct {
 	cors *cors
 	// tickets backs POST /v1/tickets.
 	tickets *Tickets
+	// liveOpts backs GET {board}/live.
+	liveOpts LiveOptions
 }
 
 // New builds the rankgate HTTP handler.
@@ -205,6 +210,7 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	s := &server{writes: svc, reads: svc, life: svc, mod: svc, ready: svc.Ready, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
 		lingerBytes: lingerBytes, lingerTime: lingerTime, openapi: doc}
 	s.families = opts.Families
+	s.liveOpts = opts.Live
 	if s.cors, err = newCORS(opts.CORS); err != nil {
 		return nil, err
 	}
@@ -269,6 +275,17 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("GET /v1/families/{family}/period", s.period)
 	api("GET /v1/families", s.familyList)
 	api(issueTicketRoute, s.issueTicket)
+	// The live stream: authenticated (a bearer token or, as a TicketRoute,
+	// ?ticket=) but outside the guard — a stream is no request in flight
+	// and must outlive the request timeout; the hub bounds streams itself.
+	{
+		var hh http.Handler = s.adapt(s.live)
+		if auth != nil {
+			hh = auth(hh)
+		}
+		s.handle(liveRoute, hh)
+		s.patterns = append(s.patterns, liveRoute)
+	}
 	// Administration.
 	api("GET /v1/layout", s.layout)
 	api("GET /v1/periods/{family}/{period}", s.periodDetail)

@@ -22,6 +22,7 @@ import (
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/httpapi"
+	"github.com/rankgate/rankgate/internal/live"
 	"github.com/rankgate/rankgate/internal/monitor"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
@@ -85,6 +86,8 @@ type Stack struct {
 	Handler  http.Handler
 	Registry *prometheus.Registry
 	Monitor  *monitor.Monitor
+	// Live is the hub behind GET {board}/live.
+	Live *live.Hub
 }
 
 // Options shape a Stack; the zero value is DefaultFamilies on the real store.
@@ -99,6 +102,17 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// Ledger, when set, runs the gateway in ledger mode on it.
 	Ledger gateway.Ledger
+	// Live overrides the live hub's bounds (zero fields: the config's).
+	Live Live
+	// Auth, when set, guards the /v1 routes as httpapi.Options.Auth.
+	Auth func(http.Handler) http.Handler
+}
+
+// Live overrides the config's live bounds, so tests can use intervals
+// below what the config accepts.
+type Live struct {
+	MaxSubscribers, MaxPerToken        int
+	Heartbeat, WriteTimeout, MaxBehind time.Duration
 }
 
 // New builds a Stack on the test cluster. It skips the test when there is no
@@ -145,8 +159,36 @@ func New(tb testing.TB, o Options) *Stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	lv := cfg.Live
+	or := func(v, d int) int {
+		if v != 0 {
+			return v
+		}
+		return d
+	}
+	ord := func(v, d time.Duration) time.Duration {
+		if v != 0 {
+			return v
+		}
+		return d
+	}
+	hub, err := live.New(live.Options{Reads: svc, Registerer: reg,
+		Interval: func(f string) time.Duration {
+			if fam, ok := cfg.Families[f]; ok {
+				return fam.Live.Interval
+			}
+			return 0
+		},
+		MaxSubscribers: or(o.Live.MaxSubscribers, lv.MaxSubscribers), MaxPerToken: or(o.Live.MaxPerToken, lv.MaxPerToken),
+		MaxBehind: ord(o.Live.MaxBehind, lv.MaxBehind)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(hub.Close)
 	h, err := httpapi.New(svc, httpapi.Options{Registerer: reg, Gatherer: reg, Families: httpapi.ConfigFamilies(cfg),
-		TracerProvider: o.TracerProvider})
+		TracerProvider: o.TracerProvider, Auth: o.Auth,
+		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: ord(o.Live.Heartbeat, lv.Heartbeat),
+			WriteTimeout: ord(o.Live.WriteTimeout, lv.WriteTimeout)}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -166,5 +208,5 @@ func New(tb testing.TB, o Options) *Stack {
 		go func() { defer close(done); sc.Run(sctx) }()
 		tb.Cleanup(func() { stop(); <-done })
 	}
-	return &Stack{Config: cfg, Prefix: prefix, Store: st, Service: svc, Handler: h, Registry: reg, Monitor: mon}
+	return &Stack{Config: cfg, Prefix: prefix, Store: st, Service: svc, Handler: h, Registry: reg, Monitor: mon, Live: hub}
 }
