@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/httpapi"
 	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/teststack"
 )
@@ -302,24 +303,38 @@ func TestLiveLastEventIDGivesFreshSnapshot(t *testing.T) {
 	}
 }
 
+func liveTokens() []httpapi.Token {
+	return []httpapi.Token{
+		{Name: "ALICE", Secret: "alice-secret-0123456789abcdef", Scopes: []string{httpapi.ScopeRead}},
+		{Name: "BOB", Secret: "bob-secret-0123456789abcdef0", Scopes: []string{httpapi.ScopeRead}},
+	}
+}
+
+func bearer(secret string) http.Header { return http.Header{"Authorization": {"Bearer " + secret}} }
+
 func TestLiveLimits(t *testing.T) {
 	t.Parallel()
+	alice, bob := bearer(liveTokens()[0].Secret), bearer(liveTokens()[1].Secret)
 	for _, tc := range []struct {
 		title string
 		lv    teststack.Live
+		third http.Header // refused
+		other http.Header // let in (nil: none tried)
 	}{
-		{"max_subscribers", teststack.Live{MaxSubscribers: 2, MaxPerToken: 2}},
-		{"max_per_token", teststack.Live{MaxSubscribers: 100, MaxPerToken: 2}},
+		{"max_subscribers", teststack.Live{MaxSubscribers: 2, MaxPerToken: 2}, bob, nil},
+		{"max_per_token", teststack.Live{MaxSubscribers: 100, MaxPerToken: 2}, alice, bob},
 	} {
 		t.Run(tc.title, func(t *testing.T) {
 			t.Parallel()
-			st, srv := liveStack(t, tc.lv)
+			st := teststack.New(t, teststack.Options{Families: liveFamilies, Live: tc.lv, Tokens: liveTokens()})
+			srv := httptest.NewServer(st.Handler)
+			t.Cleanup(srv.Close)
 			writeEvent(t, st, "u1", 10)
 			for range 2 {
-				_, ch := openLive(t, srv.URL+livePath, nil)
+				_, ch := openLive(t, srv.URL+livePath, alice)
 				nextEvent(t, ch)
 			}
-			resp, _ := openLive(t, srv.URL+livePath, nil)
+			resp, _ := openLive(t, srv.URL+livePath, tc.third)
 			body := new(bytes.Buffer)
 			_, _ = body.ReadFrom(resp.Body)
 			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
@@ -329,7 +344,50 @@ func TestLiveLimits(t *testing.T) {
 			if got := metricSum(t, st.Registry, "rankgate_live_refused_total", map[string]string{"reason": tc.title}); got != 1 {
 				t.Fatalf("refused{%s} = %v", tc.title, got)
 			}
+			if tc.other != nil {
+				_, ch := openLive(t, srv.URL+livePath, tc.other)
+				if ev := nextEvent(t, ch); ev.Type != "snapshot" {
+					t.Fatalf("another token's stream: %+v", ev)
+				}
+			}
 		})
+	}
+}
+
+// TestLiveTicket: a browser opens the stream with ?ticket= from POST
+// /v1/tickets (no Authorization header); the ticket counts for its token.
+func TestLiveTicket(t *testing.T) {
+	t.Parallel()
+	st := teststack.New(t, teststack.Options{Families: liveFamilies, Live: teststack.Live{MaxPerToken: 1}, Tokens: liveTokens()})
+	srv := httptest.NewServer(st.Handler)
+	t.Cleanup(srv.Close)
+	writeEvent(t, st, "u1", 10)
+	ticket := func() string {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/tickets", nil)
+		req.Header = bearer(liveTokens()[0].Secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var tk struct{ Ticket string }
+		if err := json.NewDecoder(resp.Body).Decode(&tk); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("POST /v1/tickets: %d %v", resp.StatusCode, err)
+		}
+		return tk.Ticket
+	}
+	_, ch := openLive(t, srv.URL+livePath+"?ticket="+ticket(), nil)
+	if ev := nextEvent(t, ch); ev.Type != "snapshot" {
+		t.Fatalf("with a ticket: %+v", ev)
+	}
+	// The ticket stood for ALICE, who has her one stream open now.
+	resp, _ := openLive(t, srv.URL+livePath+"?ticket="+ticket(), nil)
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("ALICE's second stream by ticket: %d", resp.StatusCode)
+	}
+	resp, _ = openLive(t, srv.URL+livePath, nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without token or ticket: %d", resp.StatusCode)
 	}
 }
 

@@ -158,7 +158,7 @@ func (h *Hub) intervalOf(family string) time.Duration {
 }
 
 // Subscribe opens a subscription of key (the token or subject it counts
-// against) to q. It waits for the shape's first answer (shared with the
+// against; "" — an open API — counts against MaxSubscribers only) to q. It waits for the shape's first answer (shared with the
 // shape's other subscribers) and returns the read's error when that failed
 // (unknown family, bad top or radius, Redis unavailable). Over the bounds, or
 // while the hub closes: rank unavailable. The first answer is pending on the
@@ -174,7 +174,7 @@ func (h *Hub) Subscribe(ctx context.Context, key string, q Query) (*Subscription
 		h.mu.Unlock()
 		h.m.refused.WithLabelValues("max_subscribers").Inc()
 		return nil, rank.Unavailable(nil, "the gateway serves its limit of %d live subscribers; retry shortly", h.maxSubs)
-	case h.maxPerKey > 0 && h.perKey[key] >= h.maxPerKey:
+	case h.maxPerKey > 0 && key != "" && h.perKey[key] >= h.maxPerKey:
 		h.mu.Unlock()
 		h.m.refused.WithLabelValues("max_per_token").Inc()
 		return nil, rank.Unavailable(nil, "this token has its limit of %d live subscriptions open; close one or retry later", h.maxPerKey)
@@ -208,6 +208,9 @@ func (h *Hub) Subscribe(ctx context.Context, key string, q Query) (*Subscription
 
 	select {
 	case <-g.ready:
+	case <-s.done: // the hub closed before the first answer
+		s.Close()
+		return nil, rank.Unavailable(nil, "the gateway is shutting down; reconnect to another")
 	case <-ctx.Done():
 		s.Close()
 		return nil, ctx.Err()
@@ -228,12 +231,14 @@ func (h *Hub) Close() {
 		return
 	}
 	h.closed = true
-	for _, b := range h.boards {
+	for ref, b := range h.boards {
 		for _, g := range b.groups {
 			for s := range g.subs {
 				s.finish(ReasonShutdown)
 			}
 		}
+		delete(h.boards, ref) // remove no longer stops it: done here
+		close(b.stop)
 	}
 	h.mu.Unlock()
 	h.loops.Wait()

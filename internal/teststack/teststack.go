@@ -104,8 +104,9 @@ type Options struct {
 	Ledger gateway.Ledger
 	// Live overrides the live hub's bounds (zero fields: the config's).
 	Live Live
-	// Auth, when set, guards the /v1 routes as httpapi.Options.Auth.
-	Auth func(http.Handler) http.Handler
+	// Tokens, when set, guard the /v1 routes (httpapi.NewAuth), with
+	// tickets accepted on the live route.
+	Tokens []httpapi.Token
 }
 
 // Live overrides the config's live bounds, so tests can use intervals
@@ -185,8 +186,20 @@ func New(tb testing.TB, o Options) *Stack {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(hub.Close)
+	var auth func(http.Handler) http.Handler
+	var tickets *httpapi.Tickets
+	if len(o.Tokens) > 0 {
+		if tickets, err = httpapi.NewTickets(httpapi.TicketOptions{Registerer: reg}); err != nil {
+			tb.Fatal(err)
+		}
+		a, err := httpapi.NewAuth(httpapi.AuthOptions{Tokens: o.Tokens, Registerer: reg, Tickets: tickets})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		auth = a.Wrap
+	}
 	h, err := httpapi.New(svc, httpapi.Options{Registerer: reg, Gatherer: reg, Families: httpapi.ConfigFamilies(cfg),
-		TracerProvider: o.TracerProvider, Auth: o.Auth,
+		TracerProvider: o.TracerProvider, Auth: auth, Tickets: tickets,
 		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: ord(o.Live.Heartbeat, lv.Heartbeat),
 			WriteTimeout: ord(o.Live.WriteTimeout, lv.WriteTimeout)}})
 	if err != nil {
