@@ -78,7 +78,8 @@ FUZZ_TARGETS := \
 	./internal/rank:FuzzScoreRoundTrip \
 	./internal/period:FuzzParse \
 	./internal/gateway:FuzzDecodeCursor \
-	./internal/httpapi:FuzzEventJSON
+	./internal/httpapi:FuzzEventJSON \
+	./internal/httpapi:FuzzFastEventSameAsStrict
 
 fuzz: ## run every fuzz target for FUZZTIME (default 500000x executions) each
 	@for t in $(FUZZ_TARGETS); do \
