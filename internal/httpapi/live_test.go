@@ -626,3 +626,37 @@ func TestLiveSlowReaderOverloaded(t *testing.T) {
 		t.Fatalf("%d subscribers after the drop", n)
 	}
 }
+
+// TestLiveFromTheReadIndex: a family with a read index is answered from it
+// (source "index"), and its updates follow writes through the change feed.
+func TestLiveFromTheReadIndex(t *testing.T) {
+	t.Parallel()
+	families := strings.Replace(liveFamilies, "    live: {interval: 100ms}\n",
+		"    live: {interval: 100ms}\n    index: {enabled: true, max_lag: 250ms}\n", 1)
+	st := teststack.New(t, teststack.Options{Families: families, Live: teststack.Live{Heartbeat: time.Hour}})
+	srv := httptest.NewServer(st.Handler)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	indexDone := make(chan struct{})
+	go func() { defer close(indexDone); st.Service.RunIndex(ctx) }()
+	t.Cleanup(func() { cancel(); <-indexDone })
+	writeEvent(t, st, "u0", 1)
+	_, ch := openLive(t, srv.URL+livePath, nil)
+	nextEvent(t, ch)
+	// Until the board is loaded the answers come from Redis; every write
+	// changes the answer, so each brings an update naming its source.
+	for i := int64(2); ; i++ {
+		writeEvent(t, st, "u0", 1)
+		ev := nextEvent(t, ch)
+		d := decodeData(t, ev)
+		if d.Top.Entries[0].Points < i {
+			continue // an earlier write's update
+		}
+		if d.Source == "index" {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("after %d writes the live answer still comes from %q", i, d.Source)
+		}
+	}
+}
