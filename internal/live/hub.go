@@ -203,7 +203,6 @@ func (h *Hub) Subscribe(ctx context.Context, key string, q Query) (*Subscription
 	}
 	h.total++
 	h.perKey[key]++
-	h.m.subscribers.WithLabelValues(q.Board.Family).Inc()
 	h.mu.Unlock()
 
 	select {
@@ -219,6 +218,14 @@ func (h *Hub) Subscribe(ctx context.Context, key string, q Query) (*Subscription
 		s.Close()
 		return nil, g.err
 	}
+	// Counted by family only once the board answered: a family named in a
+	// request that does not exist never becomes a label.
+	h.mu.Lock()
+	if _, open := g.subs[s]; open {
+		s.counted = true
+		h.m.subscribers.WithLabelValues(q.Board.Family).Inc()
+	}
+	h.mu.Unlock()
 	return s, nil
 }
 
@@ -264,7 +271,9 @@ func (h *Hub) remove(s *Subscription) {
 	if h.perKey[s.key]--; h.perKey[s.key] <= 0 {
 		delete(h.perKey, s.key)
 	}
-	h.m.subscribers.WithLabelValues(b.ref.Family).Dec()
+	if s.counted {
+		h.m.subscribers.WithLabelValues(b.ref.Family).Dec()
+	}
 	if len(g.subs) == 0 && b.groups[g.q] == g {
 		delete(b.groups, g.q)
 	}
@@ -345,7 +354,8 @@ func (h *Hub) compute(b *board, fresh bool) {
 			}
 		}
 	}
-	h.m.seconds.WithLabelValues(b.ref.Family).Observe(h.now().Sub(start).Seconds())
+	took := h.now().Sub(start)
+	observed := false
 
 	now := h.now()
 	h.mu.Lock()
@@ -373,6 +383,10 @@ func (h *Hub) compute(b *board, fresh bool) {
 					"board", b.ref.Family+"/"+b.ref.Period+"/"+b.ref.Dimension, "err", err)
 			}
 			continue
+		}
+		if !observed { // by family only for a board that answers
+			h.m.seconds.WithLabelValues(b.ref.Family).Observe(took.Seconds())
+			observed = true
 		}
 		sum := sha256.New()
 		sum.Write(t.hash)
@@ -510,6 +524,7 @@ type Subscription struct {
 	reason  Reason
 	ended   bool
 	closed  bool
+	counted bool // in the subscribers gauge (guarded by Hub.mu)
 }
 
 // offer makes data the pending answer (replacing an older one not taken).

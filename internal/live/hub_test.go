@@ -189,13 +189,27 @@ func TestMemberNotRanked(t *testing.T) {
 func TestFirstReadFails(t *testing.T) {
 	t.Parallel()
 	f := &fakeReads{points: map[string]int64{}, fail: rank.Invalid("limit", "too big")}
-	h, _ := newTestHub(t, f, Options{})
+	h, reg := newTestHub(t, f, Options{})
 	_, err := h.Subscribe(context.Background(), "", Query{Board: testBoard, Top: 5000})
 	if rank.CodeOf(err) != rank.CodeInvalidArgument {
 		t.Fatalf("err %v", err)
 	}
 	if n := h.Subscribers(); n != 0 {
 		t.Fatalf("%d subscribers", n)
+	}
+	// A board that never answered leaves no family label behind.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "family" {
+					t.Errorf("%s has a series for family %q", mf.GetName(), lp.GetValue())
+				}
+			}
+		}
 	}
 }
 
