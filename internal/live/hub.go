@@ -60,6 +60,9 @@ type Options struct {
 	ReadTimeout time.Duration
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Tick makes a board's round clock: a channel that ticks every d and
+	// its stop function. Nil: a time.Ticker.
+	Tick func(d time.Duration) (<-chan time.Time, func())
 }
 
 // Query is one query shape of a board: its Top N and, when Member is set,
@@ -92,6 +95,7 @@ type Hub struct {
 	maxBehind time.Duration
 	timeout   time.Duration
 	now       func() time.Time
+	tick      func(time.Duration) (<-chan time.Time, func())
 
 	mu     sync.Mutex
 	closed bool
@@ -144,6 +148,12 @@ func New(o Options) (*Hub, error) {
 	}
 	if h.now == nil {
 		h.now = time.Now
+	}
+	if h.tick = o.Tick; h.tick == nil {
+		h.tick = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		}
 	}
 	return h, nil
 }
@@ -287,13 +297,13 @@ func (h *Hub) remove(s *Subscription) {
 // kick the shapes still without an answer.
 func (h *Hub) run(b *board) {
 	defer h.loops.Done()
-	t := time.NewTicker(b.interval)
-	defer t.Stop()
+	ticks, stop := h.tick(b.interval)
+	defer stop()
 	for {
 		select {
 		case <-b.stop:
 			return
-		case <-t.C:
+		case <-ticks:
 			h.compute(b, false)
 		case <-b.kick:
 			h.compute(b, true)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/rank"
-	"github.com/rankgate/rankgate/internal/soon"
 )
 
 // fakeReads answers from a map of member → points and counts its calls.
@@ -104,12 +104,32 @@ func next(t *testing.T, s *Subscription) Event {
 	return ev
 }
 
+// manualTick is a round clock the test drives: a send on c is accepted only
+// once the loop waits for it, that is, once the round before it is done.
+type manualTick struct{ c chan time.Time }
+
+func (m *manualTick) tick(time.Duration) (<-chan time.Time, func()) { return m.c, func() {} }
+
+// rounds runs n rounds and waits until they are done (one more tick taken:
+// the round after them may be under way).
+func (m *manualTick) rounds(t *testing.T, n int) {
+	t.Helper()
+	for range n + 1 {
+		select {
+		case m.c <- time.Now():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the board's loop took no tick within 5s")
+		}
+	}
+}
+
 // TestSharedComputation: 50 subscribers of one Top shape and 50 following
 // one member cost one Top and one Member read per round, not one each.
 func TestSharedComputation(t *testing.T) {
 	t.Parallel()
 	f := &fakeReads{points: map[string]int64{"a": 1}}
-	h, _ := newTestHub(t, f, Options{})
+	clock := &manualTick{c: make(chan time.Time)}
+	h, _ := newTestHub(t, f, Options{Tick: clock.tick})
 	var subs []*Subscription
 	for i := range 100 {
 		q := Query{Board: testBoard, Top: 5}
@@ -125,17 +145,16 @@ func TestSharedComputation(t *testing.T) {
 	for _, s := range subs {
 		next(t, s)
 	}
+	// The first answers: one read per shape (a shape's first subscriber
+	// asks at once; the others got its answer).
+	if tops, members := f.tops.Load(), f.member.Load(); tops != 2 || members != 1 {
+		t.Fatalf("first answers of 100 subscribers: %d Top reads, %d Member reads; want 2 and 1", tops, members)
+	}
 	t0, m0 := f.tops.Load(), f.member.Load()
-	// Ten rounds later, about ten reads of each kind.
-	soon.Eventually(t, 5*time.Second, func() error {
-		if d := f.tops.Load() - t0; d < 10 {
-			return fmt.Errorf("%d rounds", d)
-		}
-		return nil
-	})
+	clock.rounds(t, 10) // the 11th round may be under way
 	dt, dm := f.tops.Load()-t0, f.member.Load()-m0
-	if dm < dt-1 || dm > dt+1 {
-		t.Fatalf("%d member reads in %d rounds (100 subscribers)", dm, dt)
+	if dt < 10 || dt > 11 || dm < 10 || dm > 11 {
+		t.Fatalf("10 rounds for 100 subscribers: %d Top reads, %d Member reads; want 10 each", dt, dm)
 	}
 	// Nothing changed: nothing pending.
 	for _, s := range subs {
@@ -144,6 +163,7 @@ func TestSharedComputation(t *testing.T) {
 		}
 	}
 	f.set("b", 9)
+	clock.rounds(t, 1)
 	for _, s := range subs {
 		if ev := next(t, s); len(ev.Top) == 0 {
 			t.Fatal("no top")
@@ -161,6 +181,55 @@ func TestSharedComputation(t *testing.T) {
 	h.mu.Unlock()
 	if nb != 0 {
 		t.Fatalf("%d boards held", nb)
+	}
+}
+
+// TestOverloaded: a subscriber whose pending answer waits past MaxBehind
+// (on the hub's clock) is ended as overloaded; the others are not.
+func TestOverloaded(t *testing.T) {
+	t.Parallel()
+	f := &fakeReads{points: map[string]int64{"a": 1}}
+	clock := &manualTick{c: make(chan time.Time)}
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC).UnixNano())
+	h, _ := newTestHub(t, f, Options{Tick: clock.tick, MaxBehind: 10 * time.Second,
+		Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	q := Query{Board: testBoard, Top: 5}
+	slow, err := h.Subscribe(context.Background(), "A", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := h.Subscribe(context.Background(), "B", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both have their snapshot pending (since T0); fast takes it.
+	if _, ok := fast.Next(); !ok {
+		t.Fatal("no snapshot pending")
+	}
+	now.Add(int64(5 * time.Second))
+	f.set("b", 2)
+	clock.rounds(t, 1) // an update at T0+5: slow's replaces its snapshot, still pending since T0
+	if _, ok := fast.Next(); !ok {
+		t.Fatal("no update for the fast subscriber")
+	}
+	now.Add(int64(6 * time.Second)) // T0+11: slow is 11 s behind
+	clock.rounds(t, 1)
+	select {
+	case <-slow.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow subscriber was not ended")
+	}
+	if d, ok := slow.Next(); !ok || !strings.Contains(string(d), `"user":"b"`) {
+		t.Fatalf("the slow subscriber's pending answer is not the newest: %s", d)
+	}
+	if slow.Reason() != ReasonOverloaded {
+		t.Fatalf("reason %q", slow.Reason())
+	}
+	select {
+	case <-fast.Done():
+		t.Fatal("the fast subscriber was ended")
+	default:
 	}
 }
 
