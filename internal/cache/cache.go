@@ -14,6 +14,12 @@
 //   - The shared load runs detached from every caller: a caller that gives up
 //     gets its own ctx.Err(), the others (and the store) are unaffected.
 //   - The cache never turns a successful load into an error.
+//   - With Options.ServeStale, an entry past its ttl but younger than 2 × ttl
+//     is served (Result.Stale, with its own older StoredAt) while exactly one
+//     background refresh runs; past 2 × ttl, or after that refresh failed, a
+//     caller waits like a miss. Readers so get answers at most ttl + one
+//     refresh (bounded by another ttl) old, and no caller of a hot key waits
+//     for a refresh.
 //
 // It must not import Redis, net/http or any other rankgate package.
 package cache
@@ -24,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +44,11 @@ const (
 	DefaultSize        = 10000
 	DefaultMaxTTL      = time.Minute
 	DefaultLoadTimeout = 5 * time.Second
+
+	// refreshLogEvery bounds how often failed background refreshes are
+	// logged (the others are counted, and the next log line says how many
+	// were left out).
+	refreshLogEvery = 10 * time.Second
 )
 
 // ErrLoadPanicked is wrapped by the error returned to the callers of a shared
@@ -68,8 +80,16 @@ type Options struct {
 	// or wrap it with prometheus.WrapRegistererWith and a distinguishing
 	// label.
 	Registerer prometheus.Registerer
-	// Logger logs recovered load panics; nil discards.
+	// Logger logs recovered load panics and (at most once per 10 s)
+	// failed background refreshes; nil discards.
 	Logger *slog.Logger
+	// ServeStale turns on stale-while-revalidate: an entry in [ttl, 2·ttl)
+	// is served at once, marked Result.Stale and dated by its own StoredAt,
+	// while one background refresh (a load detached from the caller's
+	// cancellation, bounded by LoadTimeout) replaces it. Past 2·ttl, or when
+	// the refresh failed, callers wait like on a miss. The LRU backstop then
+	// keeps entries for 2 × MaxTTL.
+	ServeStale bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -107,6 +127,10 @@ type Result struct {
 	// Shared is true when the value (or error) came from a load started by
 	// another caller of the same key.
 	Shared bool
+	// Stale is true when the value is past its ttl (but within 2 × ttl) and
+	// served while a background refresh runs (Options.ServeStale). Hit is
+	// true as well.
+	Stale bool
 	// StoredAt is when the value was loaded (the load's start time, by the
 	// injected clock): the answer is at least this fresh. Use it for "as_of"
 	// and Cache-Control max-age. Zero when an error is returned.
@@ -127,6 +151,14 @@ type Cache[V any] struct {
 	loadTimeout time.Duration
 	logger      *slog.Logger
 	metrics     *metrics
+	serveStale  bool
+
+	// refreshLog rate-limits the log lines of failed background refreshes.
+	refreshLog struct {
+		sync.Mutex
+		last    time.Time
+		dropped int
+	}
 
 	// purging is > 0 while Purge runs, so its removals are not counted as
 	// evictions.
@@ -135,6 +167,9 @@ type Cache[V any] struct {
 	// testHookJoined, if set, is called by Get after it has joined (or
 	// started) a shared load and before it waits for it. Tests only.
 	testHookJoined func()
+	// testHookRefreshed, if set, is called when a background refresh has
+	// ended (its entry's flags updated). Tests only.
+	testHookRefreshed func()
 }
 
 // entryKey is the LRU key. The family is part of it, so equal keys of two
@@ -148,6 +183,14 @@ type entry[V any] struct {
 	value     V
 	storedAt  time.Time
 	expiresAt time.Time
+
+	// refreshing is set by the one caller that starts the entry's
+	// background refresh (ServeStale) and cleared when it ends; failed is
+	// set when that refresh returned an error, so callers then wait like on
+	// a miss instead of being served this entry again. A successful load
+	// replaces the entry (and with it both flags).
+	refreshing atomic.Bool
+	failed     atomic.Bool
 }
 
 // loaded is what a shared load hands to every caller that waited on it.
@@ -155,6 +198,17 @@ type loaded[V any] struct {
 	value    V
 	storedAt time.Time
 	hit      bool // found fresh in the cache when the flight started
+}
+
+// refreshKey marks the context of a background refresh (see Refreshing).
+type refreshKey struct{}
+
+// Refreshing reports whether ctx is that of a background refresh: the load
+// runs while callers are served the previous value, so it may take its time
+// (wait for a lease, compute) rather than hand back a stale copy of its own.
+func Refreshing(ctx context.Context) bool {
+	v, _ := ctx.Value(refreshKey{}).(bool)
+	return v
 }
 
 // New builds a Cache. It returns an error for invalid options or when the
@@ -174,9 +228,14 @@ func New[V any](opts Options) (*Cache[V], error) {
 		maxTTL:      opts.MaxTTL,
 		loadTimeout: opts.LoadTimeout,
 		logger:      opts.Logger,
+		serveStale:  opts.ServeStale,
 	}
-	c.lru = expirable.NewLRU(opts.Size, c.onEvict, opts.MaxTTL)
-	c.metrics = newMetrics(c.Len)
+	backstop := opts.MaxTTL
+	if opts.ServeStale {
+		backstop = 2 * opts.MaxTTL
+	}
+	c.lru = expirable.NewLRU(opts.Size, c.onEvict, backstop)
+	c.metrics = newMetrics(c.Len, opts.ServeStale)
 	if err := c.metrics.register(opts.Registerer); err != nil {
 		return nil, err
 	}
@@ -242,6 +301,14 @@ func (c *Cache[V]) GetAt(ctx context.Context, family, key string, ttl time.Durat
 	if e, ok := c.fresh(k, ttl); ok {
 		fm.hit.Inc()
 		return e.value, Result{Hit: true, StoredAt: e.storedAt}, nil
+	} else if e != nil {
+		// Stale but servable: serve it, and start the one refresh.
+		if e.refreshing.CompareAndSwap(false, true) {
+			c.refresh(ctx, fm, k, e, ttl, load)
+		}
+		fm.hit.Inc()
+		fm.stale.Inc()
+		return e.value, Result{Hit: true, Stale: true, StoredAt: e.storedAt}, nil
 	}
 	if err := ctx.Err(); err != nil {
 		fm.miss.Inc()
@@ -300,18 +367,74 @@ func (c *Cache[V]) Purge() {
 	c.lru.Purge()
 }
 
-// fresh returns the entry for k if it exists and is fresh at c.now() for a
-// caller asking for ttl.
+// fresh returns the entry for k and true if it exists and is fresh at
+// c.now() for a caller asking for ttl. With ServeStale, it returns the entry
+// and false when the entry is stale but servable while a refresh runs: its
+// age is under twice the shorter of its own ttl and ttl, and no refresh of it
+// failed. Otherwise it returns nil, false.
 func (c *Cache[V]) fresh(k entryKey, ttl time.Duration) (*entry[V], bool) {
 	e, ok := c.lru.Get(k)
 	if !ok || e == nil {
 		return nil, false
 	}
 	now := c.now()
-	if !now.Before(e.expiresAt) || !now.Before(e.storedAt.Add(ttl)) {
+	if now.Before(e.expiresAt) && now.Before(e.storedAt.Add(ttl)) {
+		return e, true
+	}
+	if !c.serveStale || e.failed.Load() {
 		return nil, false
 	}
-	return e, true
+	life := min(e.expiresAt.Sub(e.storedAt), ttl)
+	if now.Before(e.storedAt.Add(2 * life)) {
+		return e, false
+	}
+	return nil, false
+}
+
+// refresh starts the background refresh of the stale entry e, whose
+// refreshing flag the caller has just set. The load runs as a shared flight
+// (a caller that misses meanwhile joins it rather than loading again), on a
+// context detached from the caller's cancellation and bounded by
+// LoadTimeout, marked Refreshing. An error is counted, logged at a bounded
+// rate and marks e failed; it never removes or replaces e. A value that is
+// not stored (uncacheable, or already stale) leaves e as it is, so the next
+// caller may start another refresh.
+func (c *Cache[V]) refresh(ctx context.Context, fm *familyMetrics, k entryKey, e *entry[V], ttl time.Duration, load LoadAtFunc[V]) {
+	fm.refreshes.Inc()
+	rctx := context.WithValue(context.WithoutCancel(ctx), refreshKey{}, true)
+	ch := c.group.DoChan(flightKey(k.family, k.key), func() (any, error) {
+		return c.runLoad(rctx, fm, k, ttl, load)
+	})
+	go func() {
+		r := <-ch
+		if r.Err != nil {
+			fm.refreshErrors.Inc()
+			e.failed.Store(true)
+			c.logRefreshError(k, r.Err)
+		}
+		e.refreshing.Store(false)
+		if hook := c.testHookRefreshed; hook != nil {
+			hook()
+		}
+	}()
+}
+
+// logRefreshError logs a failed background refresh, at most once per
+// refreshLogEvery; the next line says how many were left out meanwhile.
+func (c *Cache[V]) logRefreshError(k entryKey, err error) {
+	l := &c.refreshLog
+	l.Lock()
+	now := c.now()
+	if !l.last.IsZero() && now.Sub(l.last) < refreshLogEvery {
+		l.dropped++
+		l.Unlock()
+		return
+	}
+	dropped := l.dropped
+	l.last, l.dropped = now, 0
+	l.Unlock()
+	c.logger.Warn("cache refresh failed; the entry is served no more and the next read loads it",
+		"family", k.family, "key", k.key, "err", err, "not_logged_since_last", dropped)
 }
 
 // runLoad is the body of a shared load. It never panics and always returns

@@ -16,6 +16,13 @@ type metrics struct {
 	loads     *prometheus.CounterVec
 	entries   prometheus.GaugeFunc
 
+	// Stale-while-revalidate (Options.ServeStale): their series exist only
+	// on a cache that serves stale entries.
+	serveStale    bool
+	stale         *prometheus.CounterVec
+	refreshes     *prometheus.CounterVec
+	refreshErrors *prometheus.CounterVec
+
 	// families maps a family name to its resolved counters, so the hit path
 	// does not pay for WithLabelValues (hashing, a variadic slice).
 	families sync.Map // string -> *familyMetrics
@@ -29,13 +36,30 @@ type familyMetrics struct {
 	stored      prometheus.Counter
 	errored     prometheus.Counter
 	uncacheable prometheus.Counter
+
+	// stale, refreshes and refreshErrors are no-op counters unless the
+	// cache serves stale entries.
+	stale, refreshes, refreshErrors prometheus.Counter
 }
 
-func newMetrics(length func() int) *metrics {
+func newMetrics(length func() int, serveStale bool) *metrics {
 	return &metrics{
+		serveStale: serveStale,
+		stale: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_cache_stale_serves_total",
+			Help: "Lookups served an entry past its TTL (within 2 × TTL) while one background refresh runs, by family; also counted as hits in rankgate_cache_requests_total.",
+		}, []string{"family"}),
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_cache_refreshes_total",
+			Help: "Background refreshes started for stale entries, by family (their loads are also counted in rankgate_cache_loads_total).",
+		}, []string{"family"}),
+		refreshErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rankgate_cache_refresh_errors_total",
+			Help: "Background refreshes that failed, by family; the stale entry is then served no more and the next lookup loads like a miss.",
+		}, []string{"family"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_cache_requests_total",
-			Help: "Cache lookups by family and result (hit: served from the cache; miss: loaded, failed or abandoned).",
+			Help: "Cache lookups by family and result (hit: served from the cache, fresh or stale while a refresh runs; miss: loaded, failed or abandoned).",
 		}, []string{"family", "result"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_cache_evictions_total",
@@ -63,7 +87,8 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	cs := []prometheus.Collector{m.requests, m.evictions, m.shared, m.loads, m.entries}
+	cs := []prometheus.Collector{m.requests, m.evictions, m.shared, m.loads, m.entries,
+		m.stale, m.refreshes, m.refreshErrors}
 	for i, col := range cs {
 		if err := reg.Register(col); err != nil {
 			for _, done := range cs[:i] {
@@ -90,6 +115,20 @@ func (m *metrics) family(family string) *familyMetrics {
 		errored:     m.loads.WithLabelValues(family, "error"),
 		uncacheable: m.loads.WithLabelValues(family, "uncacheable"),
 	}
+	fm.stale, fm.refreshes, fm.refreshErrors = nopCounter{}, nopCounter{}, nopCounter{}
+	if m.serveStale {
+		fm.stale = m.stale.WithLabelValues(family)
+		fm.refreshes = m.refreshes.WithLabelValues(family)
+		fm.refreshErrors = m.refreshErrors.WithLabelValues(family)
+	}
 	actual, _ := m.families.LoadOrStore(family, fm)
 	return actual.(*familyMetrics)
 }
+
+// nopCounter is a counter that counts nothing: the stale-while-revalidate
+// counters of a cache that does not serve stale entries, so that their
+// series do not appear.
+type nopCounter struct{ prometheus.Counter }
+
+func (nopCounter) Inc()        {}
+func (nopCounter) Add(float64) {}
