@@ -311,6 +311,10 @@ func (h *Hub) run(b *board) {
 	}
 }
 
+// readParallelism bounds the reads one board's round runs at once (its
+// distinct shapes: Top sizes and followed members).
+const readParallelism = 8
+
 type memberShape struct {
 	member string
 	radius int
@@ -351,19 +355,36 @@ func (h *Hub) compute(b *board, fresh bool) {
 	start := h.now()
 	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 	defer cancel()
+	// Each distinct shape once, at most readParallelism reads at a time.
 	tops := map[int]*topAnswer{}
 	members := map[memberShape]*memberAnswer{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, readParallelism)
+	run := func(f func()) {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f()
+		}()
+	}
 	for _, g := range groups {
-		if tops[g.q.Top] == nil {
-			tops[g.q.Top] = h.top(ctx, b.ref, g.q.Top)
+		if _, ok := tops[g.q.Top]; !ok {
+			a := new(topAnswer)
+			tops[g.q.Top] = a
+			n := g.q.Top
+			run(func() { *a = *h.top(ctx, b.ref, n) })
 		}
 		if g.q.Member != "" {
 			ms := memberShape{g.q.Member, g.q.Radius}
-			if members[ms] == nil {
-				members[ms] = h.member(ctx, b.ref, ms)
+			if _, ok := members[ms]; !ok {
+				a := new(memberAnswer)
+				members[ms] = a
+				run(func() { *a = *h.member(ctx, b.ref, ms) })
 			}
 		}
 	}
+	wg.Wait()
 	took := h.now().Sub(start)
 	observed := false
 

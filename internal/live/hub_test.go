@@ -332,3 +332,23 @@ func TestNilReads(t *testing.T) {
 		t.Fatalf("New without Reads: %v", err)
 	}
 }
+
+// TestOneReadPerFollowedMember: subscribers following different members
+// cost one standing read per member per round, however many follow each.
+func TestOneReadPerFollowedMember(t *testing.T) {
+	t.Parallel()
+	f := &fakeReads{points: map[string]int64{"m0": 1, "m1": 2, "m2": 3, "m3": 4, "m4": 5}}
+	clock := &manualTick{c: make(chan time.Time)}
+	h, _ := newTestHub(t, f, Options{Tick: clock.tick})
+	for i := range 20 {
+		if _, err := h.Subscribe(context.Background(), "", Query{Board: testBoard, Top: 3, Member: fmt.Sprint("m", i%5), Radius: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0, m0 := f.tops.Load(), f.member.Load()
+	clock.rounds(t, 4) // the 5th round may be under way
+	dt, dm := f.tops.Load()-t0, f.member.Load()-m0
+	if dt < 4 || dt > 5 || dm < 20 || dm > 25 {
+		t.Fatalf("4 rounds, 5 followed members, 20 subscribers: %d Top reads, %d Member reads; want 4 and 20", dt, dm)
+	}
+}
