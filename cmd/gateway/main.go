@@ -304,7 +304,8 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		return err
 	}
 	defer closeLedger()
-	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log, Registerer: reg, Ledger: led, Now: now})
+	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log, Registerer: reg, Ledger: led, Now: now,
+		CacheServeStale: true})
 	if err != nil {
 		return err
 	}

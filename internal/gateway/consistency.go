@@ -91,10 +91,12 @@ func serve[V metaOf](ctx context.Context, s *Service, rc *readCtx, op string, de
 		return v, err
 	case ConsistencyCached:
 		k := key()
-		loaded := false
+		// The loader may run as a background refresh after this read has
+		// returned (CacheServeStale): it only reads rc, and builds its own
+		// read plan.
 		val, res, err := s.cache.GetAt(ctx, rc.b.fam.cfg.Name, k, ttl, func(ctx context.Context) (any, time.Time, bool, error) {
-			loaded = true
 			lrc := *rc
+			lrc.pb = nil
 			lrc.meta.Source = SourcePrimary
 			var v V
 			var at time.Time
@@ -126,7 +128,7 @@ func serve[V metaOf](ctx context.Context, s *Service, rc *readCtx, op string, de
 		}
 		v := val.(V)
 		m := readMeta(&v)
-		if res.Hit || res.Shared || !loaded {
+		if res.Hit || res.Shared { // (a hit may be stale, dated by its load)
 			m.Source = SourceCache
 			m.AsOf = res.StoredAt.UTC()
 		}

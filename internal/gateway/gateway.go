@@ -126,6 +126,12 @@ type Options struct {
 	ShardTimeout time.Duration
 	// CacheSize bounds the read cache (entries); 0 means cache.DefaultSize.
 	CacheSize int
+	// CacheServeStale serves a cached answer past cache_ttl (up to 2 ×
+	// cache_ttl, with its own older as_of) while one background refresh
+	// replaces it, in the local cache and, under cache_shared, the shared
+	// level: no read of a hot answer waits for its refresh. cmd/gateway
+	// turns it on; off, a read at expiry waits for the fan-out.
+	CacheServeStale bool
 	// Ledger turns on ledger mode (nil: Redis-only mode).
 	Ledger Ledger
 	// AfterLedgerCommit, a test hook, runs between the ledger commit and the
@@ -162,6 +168,10 @@ type Service struct {
 	m        *metrics
 	cache    *cache.Cache[any]
 	rp       *readplan.Reader
+	// serveStale: Options.CacheServeStale; sharedRefreshLog rate-limits the
+	// logs of failed background recomputes of the shared level.
+	serveStale       bool
+	sharedRefreshLog rateLog
 	// replicaReads: consistency=replica really reads replicas.
 	replicaReads bool
 
@@ -205,6 +215,7 @@ func New(o Options) (*Service, error) {
 		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
 	}
 	s.replicaReads = o.Config.Redis.ReplicaReads && o.Backend.HasReplica()
+	s.serveStale = o.CacheServeStale
 	s.writes = redisWrites{s}
 	if o.Ledger != nil {
 		s.ledgerWrites = newLedgerWrites(s, o.Config.Ledger.CommitLinger, o.Config.Ledger.CommitMaxEvents)
@@ -216,7 +227,7 @@ func New(o Options) (*Service, error) {
 		maxTTL = max(maxTTL, f.CacheTTL)
 	}
 	if s.cache, err = cache.New[any](cache.Options{Size: o.CacheSize, MaxTTL: maxTTL, Now: o.Now,
-		Registerer: o.Registerer, Logger: o.Logger}); err != nil {
+		Registerer: o.Registerer, Logger: o.Logger, ServeStale: o.CacheServeStale}); err != nil {
 		return nil, err
 	}
 	for name, f := range o.Config.Families {

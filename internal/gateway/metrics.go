@@ -61,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"op"}),
 		shared: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_shared_cache_total",
-			Help: "Shared cache level (cache_shared) outcomes by family: hit (fresh copy), computed (lease taken, fan-out), stale (previous copy served while another gateway recomputes), waited (new copy awaited), fallback (waited in vain, computed), error.",
+			Help: "Shared cache level (cache_shared) outcomes by family: hit (fresh copy), computed (lease taken, fan-out), stale (previous copy served while another gateway recomputes), waited (new copy awaited), fallback (waited in vain, computed), refresh (lease taken, previous copy served, recomputed in the background), refresh_error (that background recompute failed), error.",
 		}, []string{"family", "outcome"}),
 		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_reads_total", Help: "Reads by operation, the source that answered (cache, replica, primary) and outcome.",

@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/rankgate/rankgate/internal/cache"
 )
 
 // The shared cache level (family option cache_shared): a cached answer is
@@ -20,13 +23,48 @@ import (
 // serve the previous copy meanwhile, or, with no copy at all, wait briefly
 // for the new one (then compute it themselves rather than wait longer). N
 // gateways so cost about one fan-out per TTL per hot query, not N.
+//
+// With CacheServeStale, the gateway that takes the lease while a previous
+// copy is still there (it is kept for 2 × cache_ttl) serves that copy too
+// and recomputes in the background (detached from the request, bounded by
+// sharedRefreshTimeout); a recompute the local cache runs as its own
+// background refresh (cache.Refreshing) computes in place. Either way no
+// reader waits for the fan-out while a copy exists.
 
 // sharedWait bounds how long a gateway without any copy waits for the lease
 // holder's, and sharedPoll is how often it looks.
 const (
 	sharedWait = 200 * time.Millisecond
 	sharedPoll = 5 * time.Millisecond
+
+	// sharedRefreshTimeout bounds a background recompute of the shared
+	// level (as cache.DefaultLoadTimeout bounds the local cache's), and
+	// sharedRefreshLogEvery how often its failures are logged.
+	sharedRefreshTimeout  = cache.DefaultLoadTimeout
+	sharedRefreshLogEvery = 10 * time.Second
 )
+
+// rateLog lets a line through at most once per interval and counts the
+// ones it held back.
+type rateLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	dropped int
+}
+
+// allow reports whether to log at now, and how many lines were held back
+// since the last one let through.
+func (r *rateLog) allow(now time.Time, every time.Duration) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.last.IsZero() && now.Sub(r.last) < every {
+		r.dropped++
+		return false, 0
+	}
+	n := r.dropped
+	r.last, r.dropped = now, 0
+	return true, n
+}
 
 // sharedKeys returns the copy and lease keys of a cache key on rc's board.
 func (s *Service) sharedKeys(rc *readCtx, key string) (copyKey, leaseKey string) {
@@ -160,9 +198,35 @@ func loadShared[V metaOf](ctx context.Context, s *Service, rc *readCtx, key stri
 			}
 		}
 		s.m.shared.WithLabelValues(fam, "fallback").Inc()
+	} else if own && havePrev && s.serveStale && !cache.Refreshing(ctx) {
+		// Serve the previous copy; recompute it in the background under
+		// the lease this gateway holds.
+		s.m.shared.WithLabelValues(fam, "refresh").Inc()
+		brc := *rc
+		brc.pb = nil
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedRefreshTimeout)
+		go func() {
+			defer cancel()
+			if _, _, err := computeShared(bctx, s, &brc, fam, copyKey, leaseKey, own, ttl, compute); err != nil {
+				s.m.shared.WithLabelValues(fam, "refresh_error").Inc()
+				if ok, dropped := s.sharedRefreshLog.allow(s.now(), sharedRefreshLogEvery); ok {
+					s.log.Warn("shared cache: background recompute failed; the copy expires and the next read recomputes",
+						"family", fam, "key", key, "err", err, "not_logged_since_last", dropped)
+				}
+				// The lease expires by itself (ttl): another gateway may try.
+			}
+		}()
+		return prev.served()
 	} else {
 		s.m.shared.WithLabelValues(fam, "computed").Inc()
 	}
+	return computeShared(ctx, s, rc, fam, copyKey, leaseKey, own, ttl, compute)
+}
+
+// computeShared fans out and stores the answer as the shared copy (unless
+// partial), releasing the lease when this gateway holds it (own).
+func computeShared[V metaOf](ctx context.Context, s *Service, rc *readCtx, fam, copyKey, leaseKey string, own bool, ttl time.Duration,
+	compute func(ctx context.Context, rc *readCtx) (V, error)) (V, time.Time, error) {
 	at := s.now()
 	v, err := compute(ctx, rc)
 	if err != nil {
