@@ -107,6 +107,9 @@ type Options struct {
 	// Tokens, when set, guard the /v1 routes (httpapi.NewAuth), with
 	// tickets accepted on the live route.
 	Tokens []httpapi.Token
+	// CORS, when it lists origins, lets browsers on them call the /v1
+	// routes (server.cors).
+	CORS httpapi.CORSOptions
 }
 
 // Live overrides the config's live bounds, so tests can use intervals
@@ -199,7 +202,7 @@ func New(tb testing.TB, o Options) *Stack {
 		auth = a.Wrap
 	}
 	h, err := httpapi.New(svc, httpapi.Options{Registerer: reg, Gatherer: reg, Families: httpapi.ConfigFamilies(cfg),
-		TracerProvider: o.TracerProvider, Auth: auth, Tickets: tickets,
+		TracerProvider: o.TracerProvider, Auth: auth, Tickets: tickets, CORS: o.CORS,
 		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: ord(o.Live.Heartbeat, lv.Heartbeat),
 			WriteTimeout: ord(o.Live.WriteTimeout, lv.WriteTimeout)}})
 	if err != nil {

@@ -4,13 +4,21 @@
 // families and their periods, the live top of a board, member search, the
 // shard → node layout — and the cache hit ratio from /metrics.
 //
+// Its big-screen page, live/{family}/{period}/{dimension}, shows one live
+// board for a TV: it subscribes to the board's live stream (GET
+// /v1/boards/.../live, opened with a ticket from POST /v1/tickets) and shows
+// rank changes as they happen.
+//
 // It imports the standard library only (embed, net/http), no rankgate package.
 package ui
 
 import (
+	"bytes"
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
+	"time"
 )
 
 //go:embed static
@@ -30,6 +38,10 @@ func Handler() http.Handler {
 		panic(err) // the embedded tree is fixed at build time
 	}
 	files := http.FileServerFS(sub)
+	livePage, err := fs.ReadFile(sub, "live.html")
+	if err != nil {
+		panic(err)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
@@ -38,6 +50,31 @@ func Handler() http.Handler {
 		// Embedded files carry no modification time, so nothing to revalidate
 		// against: ask for a fresh copy, they are small.
 		h.Set("Cache-Control", "no-cache")
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/live/"); ok {
+			// live/{family}/{period}/{dimension}: one page for every board;
+			// its script reads the board from the path.
+			if !liveBoardPath(rest) {
+				http.NotFound(w, r)
+				return
+			}
+			http.ServeContent(w, r, "live.html", time.Time{}, bytes.NewReader(livePage))
+			return
+		}
 		files.ServeHTTP(w, r)
 	})
+}
+
+// liveBoardPath reports whether p is "{family}/{period}/{dimension}": three
+// non-empty segments.
+func liveBoardPath(p string) bool {
+	parts := strings.Split(p, "/")
+	if len(parts) != 3 {
+		return false
+	}
+	for _, s := range parts {
+		if s == "" {
+			return false
+		}
+	}
+	return true
 }
