@@ -139,6 +139,10 @@ bench-writes: ## writes of this tree ÷ an earlier commit's, paired A-B-B-A (eve
 bench-fanout: ## sharded reads vs naive fan-out and one sorted set (issue 9): own cluster on BENCH_PORT (7210), MEMBERS (1M), ROUNDS, KEEP=1
 	deploy/bench-fanout.sh
 
+.PHONY: bench-refresh
+bench-refresh: ## cached hot Top-100 (16 shards) at its refreshes: p50/p99 of this tree vs BASE (f06cb1f), interleaved: own cluster on BENCH_PORT (7320), ROUNDS, DURATION, WORKERS (16)
+	deploy/bench-refresh.sh
+
 .PHONY: bench-index
 bench-index: ## the read index vs fan-outs and one sorted set, feed on/off writes, freshness, load, heap, idle: own cluster on BENCH_PORT (7230), MEMBERS (1M), ROUNDS, KEEP=1
 	deploy/bench-index.sh
