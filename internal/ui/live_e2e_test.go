@@ -272,7 +272,7 @@ func TestLivePageToken(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	bctx, _ := browser(t, path)
-	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/ui/live/arena/current/national?top=5&token=leaked")); err != nil {
+	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/ui/live/arena/current/national?top=5&member=user-17&radius=1&token=leaked")); err != nil {
 		t.Fatalf("navigate: %v", err)
 	}
 	waitVisible(t, bctx, "the token form", "#token-form")
@@ -303,6 +303,10 @@ func TestLivePageToken(t *testing.T) {
 	waitVisible(t, bctx, "the top 5", "#top-body tr:nth-child(5)")
 	if n := count(t, bctx, "#top-body tr"); n != 5 {
 		t.Errorf("top shows %d rows, want 5", n)
+	}
+	waitVisible(t, bctx, "the followed member", "#around-body tr")
+	if n := count(t, bctx, "#around-body tr"); n != 3 {
+		t.Errorf("around shows %d rows, want 3 (radius 1)", n)
 	}
 	if got := attr(t, bctx, "#conn", "data-state"); got != "live" {
 		t.Errorf("connection state %q, want live", got)

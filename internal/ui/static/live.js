@@ -1,6 +1,7 @@
 // rankgate live board: one board's live stream on a big screen. Plain
 // JavaScript, no dependencies. The page lives at
-// /ui/live/{family}/{period}/{dimension}?top=10&member=u1 and subscribes to
+// /ui/live/{family}/{period}/{dimension}?top=10&member=u1&radius=2 (member
+// and radius optional) and subscribes to
 // GET /v1/boards/{family}/{period}/{dimension}/live on this origin.
 //
 // Auth: every (re)connection first asks POST /v1/tickets for a single-use
@@ -26,7 +27,10 @@
     board: null, // [family, period, dimension]
     top: 10,
     member: params.get("member") || "",
+    radius: params.get("radius") || "",
     es: null,
+    gen: 0, // bumped by every connect: a slower earlier attempt gives up
+    conn: "connecting",
     timer: 0,
     failures: 0,
     prev: null, // Map user → {rank, points} of the last event shown
@@ -95,10 +99,13 @@
     clearTimeout(state.timer);
     closeStream();
     if (state.failures > 0) setConn(state.conn === "overloaded" ? "overloaded" : "reconnecting");
+    const gen = ++state.gen;
     let t;
     try {
       t = await ticket();
+      if (gen !== state.gen) return;
     } catch (err) {
+      if (gen !== state.gen) return;
       if (err.status === 401 || err.status === 403) {
         askToken(err);
         return;
@@ -110,6 +117,7 @@
     const [family, period, dim] = state.board;
     const q = new URLSearchParams({ top: String(state.top) });
     if (state.member) q.set("member", state.member);
+    if (state.member && /^\d+$/.test(state.radius)) q.set("radius", state.radius);
     q.set("ticket", t);
     const es = new EventSource(`/v1/boards/${enc(family)}/${enc(period)}/${enc(dim)}/live?${q}`);
     state.es = es;
