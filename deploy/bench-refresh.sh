@@ -91,4 +91,8 @@ done
 	echo "| round | target | reads | errors | p50 ms | p99 ms | p99.9 ms | max ms | p99 ÷ p50 |"
 	echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 	awk -v B="BASE $base_rev" '{ printf "| %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f |\n", $1, ($2 == "base" ? B : "this tree"), $3, $4, $5, $6, $7, $8, ($5 > 0 ? $6 / $5 : 0) }' "$OUT/runs.txt"
+	echo
+	echo "This tree's gateway, cache counters at the end (stale serves and refreshes show that expiries were served from the previous copy):"
+	echo
+	curl -s "$(url new)/metrics" | grep -E '^rankgate_cache_(requests|stale_serves|refreshes|refresh_errors)_total\{family="w16"' | sed 's/^/    /' || true
 } | tee "$OUT/summary.md"
