@@ -68,6 +68,9 @@ func TestE2EMonitorAndStatusPage(t *testing.T) {
 	if r := g.do(t, "GET", "/ui/", nil); r.status != http.StatusOK || !strings.Contains(string(r.body), "rankgate status") {
 		t.Errorf("GET /ui/: %.200s", r)
 	}
+	if r := g.do(t, "GET", "/ui/live/learning/current/national", nil); r.status != http.StatusOK || !strings.Contains(string(r.body), "rankgate live") {
+		t.Errorf("GET /ui/live/learning/current/national: %.200s", r)
+	}
 }
 
 func linesWithPrefix(text, prefix string) string {

@@ -59,12 +59,23 @@ func TestStatusPageRoutes(t *testing.T) {
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "<title>rankgate status</title>") {
 		t.Errorf("GET /ui/: %d %.200s", rec.Code, rec.Body)
 	}
-	for path, ctype := range map[string]string{"/ui/app.js": "javascript", "/ui/style.css": "text/css"} {
+	for path, ctype := range map[string]string{"/ui/app.js": "javascript", "/ui/style.css": "text/css",
+		"/ui/live.js": "javascript", "/ui/live.css": "text/css", "/ui/live/learning/current/national": "text/html"} {
 		if rec := do(path); rec.Code != http.StatusOK || !strings.Contains(rec.Header().Get("Content-Type"), ctype) {
 			t.Errorf("GET %s: %d %q", path, rec.Code, rec.Header().Get("Content-Type"))
 		}
 	}
 	if rec := do("/ui/nope.js"); rec.Code != http.StatusNotFound {
 		t.Errorf("GET /ui/nope.js: %d, want 404", rec.Code)
+	}
+	// The big-screen live board: one page for every board, under the
+	// status page's CSP.
+	rec = do("/ui/live/learning/current/national")
+	if !strings.Contains(rec.Body.String(), "<title>rankgate live</title>") ||
+		!strings.Contains(rec.Header().Get("Content-Security-Policy"), "script-src 'self'") {
+		t.Errorf("GET /ui/live/learning/current/national: %d CSP %q %.200s", rec.Code, rec.Header().Get("Content-Security-Policy"), rec.Body)
+	}
+	if rec := do("/ui/live/learning/current"); rec.Code != http.StatusNotFound {
+		t.Errorf("GET /ui/live/learning/current: %d, want 404", rec.Code)
 	}
 }

@@ -312,6 +312,9 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	s.handle("GET /readyz", s.adapt(s.readyz))
 	// The status page: static files, no data of their own.
 	s.handle("GET /ui/", http.StripPrefix("/ui", ui.Handler()))
+	// Its big-screen live board: one page for every board (it opens the
+	// board's live stream itself).
+	s.handle("GET /ui/live/{family}/{period}/{dimension}", http.StripPrefix("/ui", ui.Handler()))
 	s.handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	if g != nil {
 		s.handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
