@@ -1,5 +1,5 @@
-// Package ui is rankgate's status page: a few static files (HTML, one small
-// vanilla JavaScript file, CSS) embedded in the binary, with no build step and
+// Package ui is rankgate's status page: a few static files (HTML, small
+// vanilla JavaScript files, CSS) embedded in the binary, with no build step and
 // nothing fetched from elsewhere. The page reads the gateway's own API —
 // families and their periods, the live top of a board, member search, the
 // shard → node layout — and the cache hit ratio from /metrics.
@@ -7,7 +7,7 @@
 // Its big-screen page, live/{family}/{period}/{dimension}, shows one live
 // board for a TV: it subscribes to the board's live stream (GET
 // /v1/boards/.../live, opened with a ticket from POST /v1/tickets) and shows
-// rank changes as they happen.
+// rank changes as they happen. The status page links to it.
 //
 // It imports the standard library only (embed, net/http), no rankgate package.
 package ui

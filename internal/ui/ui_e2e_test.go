@@ -213,6 +213,12 @@ func TestStatusPage(t *testing.T) {
 	if n := count(t, bctx, "#around-body tr"); n != 7 {
 		t.Errorf("around shows %d rows, want 7 (radius 3)", n)
 	}
+	// The link to the board's big-screen page follows the board and member.
+	if href, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("#live-link").getAttribute("href")`)); err != nil {
+		t.Fatal(err)
+	} else if want := "/ui/live/learning/current/national?top=10&member=user-17"; href != want {
+		t.Errorf("big-screen link %q, want %q", href, want)
+	}
 
 	// The shard → node picture: national's 4 shards and the province
 	// board's one, each in its master's column.

@@ -91,6 +91,16 @@
   const fmtNum = (n) => Number(n).toLocaleString("en-US");
   const pct = (x) => (x * 100).toFixed(1) + "%";
 
+  // liveLink points at the big-screen page of the board shown.
+  function liveLink() {
+    const a = $("live-link");
+    if (!state.family || !state.board) { a.hidden = true; return; }
+    const q = new URLSearchParams({ top: state.limit });
+    if (state.member) q.set("member", state.member);
+    a.href = `/ui/live/${enc(state.family)}/current/${enc(state.board)}?${q}`;
+    a.hidden = false;
+  }
+
   function saveURL() {
     const p = new URLSearchParams();
     if (state.family) p.set("family", state.family);
@@ -99,6 +109,7 @@
     if (state.member) p.set("member", state.member);
     const q = p.toString();
     history.replaceState(null, "", q ? "?" + q : location.pathname);
+    liveLink();
   }
 
   function entryRows(tbody, entries, highlight) {
