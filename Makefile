@@ -143,6 +143,10 @@ bench-fanout: ## sharded reads vs naive fan-out and one sorted set (issue 9): ow
 bench-refresh: ## cached hot Top-100 (16 shards) at its refreshes: p50/p99 of this tree vs BASE (f06cb1f), interleaved: own cluster on BENCH_PORT (7320), ROUNDS, DURATION, WORKERS (16)
 	deploy/bench-refresh.sh
 
+.PHONY: bench-live
+bench-live: ## live boards vs polling in the same run: delivery delay, drops, gateway CPU and memory per client, Redis commands/s: own cluster on BENCH_PORT (7360), KS (1000,3000), DURATION, RATE
+	deploy/bench-live.sh
+
 .PHONY: bench-index
 bench-index: ## the read index vs fan-outs and one sorted set, feed on/off writes, freshness, load, heap, idle: own cluster on BENCH_PORT (7230), MEMBERS (1M), ROUNDS, KEEP=1
 	deploy/bench-index.sh

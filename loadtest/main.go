@@ -72,6 +72,7 @@ type cli struct {
 	radius      int
 	users       int
 	depth       int
+	live        liveFlags
 }
 
 // bindFlags registers every flag with the current values of sc as defaults,
@@ -127,6 +128,7 @@ func bindFlags(fs *flag.FlagSet, sc *Scenario, c *cli) {
 	fs.DurationVar(&c.pause, "pause", 2*time.Second, "pause between phases (-compare-baseline, -rounds)")
 	fs.IntVar(&c.rounds, "rounds", 1, "split the duration into N phases per target, interleaved gateway, baseline, gateway, … (for noisy machines)")
 	fs.BoolVar(&c.allowRemote, "allow-remote", false, "allow a gateway or Redis that is not on loopback")
+	bindLiveFlags(fs, &c.live)
 }
 
 // parseArgs builds the scenario: defaults, then -scenario FILE, then flags.
@@ -250,6 +252,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if sc.Duration == 0 {
 		return nil
+	}
+	if c.live.ks != "" {
+		return runLive(ctx, sc, c, w, cfg, dir, stdout, stderr)
 	}
 
 	names := []string{"gateway"}
