@@ -109,7 +109,7 @@ type Options struct {
 	// sized again (default 1 min).
 	TooBigRetry time.Duration
 	// Families are the families whose reads may use the index: their
-	// per-family series (fallbacks by reason) start at zero, so that a
+	// per-family series (fallbacks by reason, write → visible) start at zero, so that a
 	// rate or increase over them works from the gateway's start.
 	Families []string
 }
@@ -184,6 +184,7 @@ func New(o Options) (*Index, error) {
 		for _, r := range []string{ReasonLoading, ReasonLag, ReasonTooBig} {
 			x.m.fallbacks.WithLabelValues(f, r)
 		}
+		x.m.visible.WithLabelValues(f)
 	}
 	return x, nil
 }
