@@ -750,9 +750,17 @@ func liveSummary(all []livePhase, ks []int, interval time.Duration) string {
 			drops += p.Overloaded + p.Closed + int64(p.Refused)
 		}
 		rss, heap, _ := memPerClient(all, k, "live")
-		fmt.Fprintf(&b, "| %d | %s | %.1f / %.1f KB | %.0f / %.0f ms | %d | %.0f / %.0f |\n", k, ratio, rss/1024, heap/1024,
-			mean(live, func(p livePhase) float64 { return p.DelayP99ms }), mean(poll, func(p livePhase) float64 { return p.DelayP99ms }),
-			drops, mean(live, func(p livePhase) float64 { return p.RedisCmdsRate }), mean(poll, func(p livePhase) float64 { return p.RedisCmdsRate }))
+		// "-" for a kind that did not run.
+		show := func(ps []livePhase, f func(livePhase) float64, format string) string {
+			if len(ps) == 0 {
+				return "-"
+			}
+			return fmt.Sprintf(format, mean(ps, f))
+		}
+		p99 := func(p livePhase) float64 { return p.DelayP99ms }
+		cmds := func(p livePhase) float64 { return p.RedisCmdsRate }
+		fmt.Fprintf(&b, "| %d | %s | %.1f / %.1f KB | %s / %s ms | %d | %s / %s |\n", k, ratio, rss/1024, heap/1024,
+			show(live, p99, "%.0f"), show(poll, p99, "%.0f"), drops, show(live, cmds, "%.0f"), show(poll, cmds, "%.0f"))
 	}
 	return b.String()
 }
