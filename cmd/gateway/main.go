@@ -380,7 +380,19 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 			return err
 		}
 	}
-	return serveUntilDone(ctx, srv, ln, log)
+	if err := serveUntilDone(ctx, srv, ln, log); err != nil {
+		return err
+	}
+	// Streams that took their connections over are not the server's to
+	// wait for: Shutdown closed the hub (each stream gets "reconnect");
+	// wait until they have written it.
+	hub.Close()
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hub.Drain(dctx); err != nil {
+		log.Warn("shutdown: live streams still open after 5s", "open", hub.Subscribers())
+	}
+	return nil
 }
 
 // startTracing sets up OpenTelemetry as the config and the OTEL_* variables

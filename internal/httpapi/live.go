@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -71,39 +73,25 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	rc := http.NewResponseController(w)
-	write := func(b []byte) error {
-		// Each write gets its own deadline: the server's write_timeout
-		// would otherwise end a healthy stream, and a reader that stops
-		// taking bytes is dropped within timeout.
-		if err := rc.SetWriteDeadline(time.Now().Add(timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // proxies: do not buffer the stream
-	w.WriteHeader(http.StatusOK)
-	if err := write([]byte(": live\n\n")); err != nil {
+	st := openStream(w, r, timeout)
+	defer st.close()
+	if err := st.write(liveOpen); err != nil {
 		sub.Drop("write")
 		return nil
 	}
+	var head []byte
 	event := func(typ string, data []byte) error {
 		id++
-		b := make([]byte, 0, len(data)+64)
-		b = append(b, "id: "...)
-		b = strconv.AppendUint(b, id, 10)
-		b = append(b, "\nevent: "...)
-		b = append(b, typ...)
-		b = append(b, "\ndata: "...)
-		b = append(b, data...)
-		b = append(b, "\n\n"...)
-		if err := write(b); err != nil {
+		head = append(head[:0], "id: "...)
+		head = strconv.AppendUint(head, id, 10)
+		head = append(head, "\nevent: "...)
+		head = append(head, typ...)
+		head = append(head, "\ndata: "...)
+		if err := st.write(head, data, eventEnd); err != nil {
 			return err
 		}
 		sub.Sent(typ)
@@ -114,7 +102,7 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 	typ := "snapshot"
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-st.gone():
 			return nil
 		case <-sub.Done():
 			final := "reconnect"
@@ -134,10 +122,120 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 			}
 			typ = "update"
 		case <-ping.C:
-			if err := write([]byte(": ping\n\n")); err != nil {
+			if err := st.write(livePing); err != nil {
 				sub.Drop("write")
 				return nil
 			}
 		}
 	}
 }
+
+var (
+	liveOpen = []byte(": live\n\n")
+	livePing = []byte(": ping\n\n")
+	// eventEnd ends an event's data line and the event.
+	eventEnd = []byte("\n\n")
+)
+
+// stream is the connection of one live subscriber. write sends parts as one
+// piece under its own write deadline (the server's write_timeout would end a
+// healthy stream; a reader that stops taking bytes is dropped within the
+// live write_timeout). gone is closed when the client has gone.
+type stream interface {
+	write(parts ...[]byte) error
+	gone() <-chan struct{}
+	close()
+}
+
+// openStream answers 200 and returns the stream. Over HTTP/1.x it takes the
+// connection over from net/http (Hijack): the response is delimited by the
+// connection's close, each event leaves in one writev of the id line and
+// the data the hub encoded once for every subscriber of its shape, and the
+// connection's buffers of net/http (a 4 KiB reader, a 4 KiB writer, the
+// response's 2 KiB chunking buffer) are not held for the stream's life —
+// what a subscriber costs is then mostly its socket. Where the connection
+// cannot be taken over (HTTP/2, a writer without Hijack), the response is
+// written and flushed through net/http.
+func openStream(w http.ResponseWriter, r *http.Request, timeout time.Duration) stream {
+	rc := http.NewResponseController(w)
+	if r.ProtoMajor == 1 {
+		if conn, brw, err := rc.Hijack(); err == nil {
+			hdr := w.Header()
+			hdr.Set("Connection", "close")
+			hdr.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+			var b bytes.Buffer
+			b.WriteString("HTTP/1.1 200 OK\r\n")
+			_ = hdr.Write(&b) // a bytes.Buffer does not fail
+			b.WriteString("\r\n")
+			rs := &rawStream{conn: conn, timeout: timeout, left: make(chan struct{}), status: b.Bytes()}
+			// What the client sends from now on (nothing, for an
+			// EventSource) is read and dropped; its end says it has gone.
+			_ = conn.SetReadDeadline(time.Time{})
+			_ = brw // its reader holds no request after this one: a GET without a body
+			go rs.watch()
+			return rs
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+	return &flushStream{w: w, rc: rc, timeout: timeout, done: r.Context().Done()}
+}
+
+// rawStream is a connection taken over from net/http.
+type rawStream struct {
+	conn    net.Conn
+	timeout time.Duration
+	left    chan struct{} // closed when a read from the client fails
+	status  []byte        // the status line and headers, sent with the first write
+	bufs    [4][]byte
+}
+
+func (s *rawStream) watch() {
+	defer close(s.left)
+	var b [64]byte
+	for {
+		if _, err := s.conn.Read(b[:]); err != nil {
+			return
+		}
+	}
+}
+
+func (s *rawStream) write(parts ...[]byte) error {
+	if err := s.conn.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil {
+		return err
+	}
+	bufs := s.bufs[:0]
+	if s.status != nil {
+		bufs = append(bufs, s.status)
+		s.status = nil
+	}
+	bufs = append(bufs, parts...)
+	nb := net.Buffers(bufs)
+	_, err := nb.WriteTo(s.conn)
+	return err
+}
+
+func (s *rawStream) gone() <-chan struct{} { return s.left }
+func (s *rawStream) close()                { _ = s.conn.Close() }
+
+// flushStream writes through net/http's response and flushes each write.
+type flushStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	done    <-chan struct{}
+}
+
+func (s *flushStream) write(parts ...[]byte) error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := s.w.Write(p); err != nil {
+			return err
+		}
+	}
+	return s.rc.Flush()
+}
+
+func (s *flushStream) gone() <-chan struct{} { return s.done }
+func (s *flushStream) close()                {}

@@ -103,6 +103,9 @@ type Hub struct {
 	perKey map[string]int
 	boards map[gateway.BoardRef]*board
 	loops  sync.WaitGroup
+	// drained is closed once the hub is closed and every subscription has
+	// been closed by its stream (its last event written or failed).
+	drained chan struct{}
 }
 
 // board is one board's computation loop and its query shapes.
@@ -136,7 +139,7 @@ func New(o Options) (*Hub, error) {
 	}
 	h := &Hub{reads: o.Reads, log: o.Logger, m: m, interval: o.Interval, maxSubs: o.MaxSubscribers,
 		maxPerKey: o.MaxPerToken, maxBehind: o.MaxBehind, timeout: o.ReadTimeout, now: o.Now,
-		perKey: map[string]int{}, boards: map[gateway.BoardRef]*board{}}
+		perKey: map[string]int{}, boards: map[gateway.BoardRef]*board{}, drained: make(chan struct{})}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -257,8 +260,25 @@ func (h *Hub) Close() {
 		delete(h.boards, ref) // remove no longer stops it: done here
 		close(b.stop)
 	}
+	if h.total == 0 {
+		close(h.drained)
+	}
 	h.mu.Unlock()
 	h.loops.Wait()
+}
+
+// Drain waits, after Close, until every stream has closed its subscription
+// (its "reconnect" event written, or the write failed), or until ctx ends.
+// A stream runs apart from the HTTP server once it has taken its connection
+// over, so the server's Shutdown does not wait for it: the gateway drains
+// the hub after Shutdown, before it exits.
+func (h *Hub) Drain(ctx context.Context) error {
+	select {
+	case <-h.drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Subscribers returns how many subscriptions are open.
@@ -278,6 +298,9 @@ func (h *Hub) remove(s *Subscription) {
 	}
 	delete(g.subs, s)
 	h.total--
+	if h.closed && h.total == 0 {
+		close(h.drained)
+	}
 	if h.perKey[s.key]--; h.perKey[s.key] <= 0 {
 		delete(h.perKey, s.key)
 	}
@@ -526,16 +549,35 @@ type Event struct {
 	Around json.RawMessage `json:"around,omitempty"`
 }
 
+// eventData encodes the Event of t and m: the same bytes as json.Marshal of
+// an Event, built by splicing the answers already encoded (json.Marshal would
+// validate and compact every raw part again, once per query shape).
 func eventData(t *topAnswer, m *memberAnswer) []byte {
-	ev := Event{Board: t.page.Board, AsOf: t.page.AsOf, Source: t.page.Source, Top: t.json}
-	if m != nil {
-		ev.Member, ev.Around = m.standing, m.around
-	}
-	data, err := json.Marshal(ev)
-	if err != nil { // raw messages from json.Marshal: cannot fail
+	head, err := json.Marshal(struct {
+		Board  string         `json:"board"`
+		AsOf   time.Time      `json:"as_of"`
+		Source gateway.Source `json:"source"`
+	}{t.page.Board, t.page.AsOf, t.page.Source})
+	if err != nil { // a string, a time and a string: cannot fail
 		panic(err)
 	}
-	return data
+	n := len(head) + len(t.json) + 32
+	if m != nil {
+		n += len(m.standing) + len(m.around)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, head[:len(head)-1]...) // without its closing brace
+	b = append(b, `,"top":`...)
+	b = append(b, t.json...)
+	if m != nil && len(m.standing) > 0 {
+		b = append(b, `,"member":`...)
+		b = append(b, m.standing...)
+	}
+	if m != nil && len(m.around) > 0 {
+		b = append(b, `,"around":`...)
+		b = append(b, m.around...)
+	}
+	return append(b, '}')
 }
 
 // Subscription is one subscriber's view of a query shape: at most one
@@ -609,7 +651,13 @@ func (s *Subscription) Next() ([]byte, bool) {
 }
 
 // Sent counts one event of type typ written to the subscriber.
-func (s *Subscription) Sent(typ string) { s.h.m.events.WithLabelValues(typ).Inc() }
+func (s *Subscription) Sent(typ string) {
+	if c, ok := s.h.m.sent[typ]; ok {
+		c.Inc()
+		return
+	}
+	s.h.m.events.WithLabelValues(typ).Inc()
+}
 
 // Drop counts the subscriber as dropped for reason (say "write": a write
 // failed or passed its deadline) and closes the subscription.

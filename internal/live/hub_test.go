@@ -352,3 +352,81 @@ func TestOneReadPerFollowedMember(t *testing.T) {
 		t.Fatalf("4 rounds, 5 followed members, 20 subscribers: %d Top reads, %d Member reads; want 4 and 20", dt, dm)
 	}
 }
+
+// TestEventDataSameAsMarshal: the spliced event data is byte for byte what
+// json.Marshal of an Event gives.
+func TestEventDataSameAsMarshal(t *testing.T) {
+	t.Parallel()
+	lag := int64(7)
+	page := gateway.Page{ReadMeta: gateway.ReadMeta{Board: "w/2026-W49/\"national\"", Source: gateway.SourceIndex,
+		AsOf: time.Date(2026, 12, 4, 14, 0, 0, 123456789, time.UTC), LagMs: &lag},
+		Entries: []rank.Entry{{User: "u<1>", Points: 42, Position: 0, Rank: 1}, {User: "ü2", Points: 41, Position: 1, Rank: 2}}}
+	top := &topAnswer{page: page}
+	var err error
+	if top.json, err = json.Marshal(page); err != nil {
+		t.Fatal(err)
+	}
+	// The raw parts come from json.Marshal, as in the hub (escaped, compact).
+	standing, err := json.Marshal(gateway.MemberStanding{ReadMeta: page.ReadMeta, User: "u<1>", Points: 42, Rank: 1, Members: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	around, err := json.Marshal(gateway.Page{ReadMeta: page.ReadMeta, Entries: page.Entries[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		m    *memberAnswer
+	}{
+		{"top only", nil},
+		{"member", &memberAnswer{standing: standing, around: around}},
+		{"member not ranked", &memberAnswer{standing: json.RawMessage("null"), around: json.RawMessage("null")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := Event{Board: page.Board, AsOf: page.AsOf, Source: page.Source, Top: top.json}
+			if tc.m != nil {
+				ev.Member, ev.Around = tc.m.standing, tc.m.around
+			}
+			want, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := eventData(top, tc.m); string(got) != string(want) {
+				t.Fatalf("eventData:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// TestDrainWaitsForStreams: after Close, Drain returns only once every
+// subscription has been closed by its stream.
+func TestDrainWaitsForStreams(t *testing.T) {
+	t.Parallel()
+	f := &fakeReads{points: map[string]int64{"u1": 1}}
+	h, err := New(Options{Reads: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.Subscribe(context.Background(), "", Query{Board: gateway.BoardRef{Family: "f", Period: "p", Dimension: "d"}, Top: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Close did not end the subscription")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := h.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Drain with a stream still open: %v, want deadline exceeded", err)
+	}
+	s.Close()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := h.Drain(ctx2); err != nil {
+		t.Fatalf("Drain after the last stream closed: %v", err)
+	}
+}

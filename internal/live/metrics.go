@@ -14,6 +14,9 @@ type metrics struct {
 	computations *prometheus.CounterVec
 	errors       prometheus.Counter
 	seconds      *prometheus.HistogramVec
+	// sent holds the events counter of each event type, resolved once:
+	// a stream counts every event it writes.
+	sent map[string]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -48,8 +51,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}, []string{"family"}),
 	}
+	m.sent = map[string]prometheus.Counter{}
 	for _, t := range []string{"snapshot", "update", "overloaded", "reconnect"} {
-		m.events.WithLabelValues(t)
+		m.sent[t] = m.events.WithLabelValues(t)
 	}
 	for _, r := range []string{"overloaded", "write"} {
 		m.drops.WithLabelValues(r)
