@@ -58,6 +58,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{"overloaded", "write"} {
 		m.drops.WithLabelValues(r)
 	}
+	for _, r := range []string{"max_subscribers", "max_per_token", "shutdown"} {
+		m.refused.WithLabelValues(r)
+	}
+	for _, sh := range []string{"top", "member"} {
+		m.computations.WithLabelValues(sh)
+	}
 	if reg == nil {
 		return m, nil
 	}

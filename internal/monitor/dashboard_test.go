@@ -240,6 +240,36 @@ func live(t *testing.T) map[string]bool {
 		return nil
 	})
 
+	// A live stream: its snapshot makes the per-family subscriber gauge and
+	// the computation histogram appear.
+	liveCtx, liveCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer liveCancel()
+	req, err := http.NewRequestWithContext(liveCtx, http.MethodGet, srv.URL+board+"/live?top=5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/live: %d", board, res.StatusCode)
+	}
+	var seen strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(seen.String(), "event: snapshot") {
+		n, err := res.Body.Read(buf)
+		seen.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("live stream before its snapshot: %v (read %q)", err, seen.String())
+		}
+	}
+	if !gather()["rankgate_live_subscribers"] {
+		t.Fatal("an open live stream, and no rankgate_live_subscribers")
+	}
+	liveCancel()
+	res.Body.Close()
+
 	if err := stack.Monitor.Poll(context.Background()); err != nil {
 		t.Fatalf("monitor poll: %v", err)
 	}
