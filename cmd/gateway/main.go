@@ -279,7 +279,7 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	tickets, err := httpapi.NewTickets(httpapi.TicketOptions{TTL: cfg.Auth.Tickets.TTL, Now: now, Registerer: reg})
+	tickets, err := httpapi.NewTickets(httpapi.TicketOptions{TTL: cfg.Auth.Tickets.TTL, MaxPerToken: cfg.Live.MaxPerToken, Now: now, Registerer: reg})
 	if err != nil {
 		return err
 	}

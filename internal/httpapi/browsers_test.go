@@ -552,3 +552,46 @@ func TestTicketSingleUseUnderRace(t *testing.T) {
 	}
 	check(t, "requests let in", ok, 1)
 }
+
+// TestTicketsPerToken: one token holds at most MaxPerToken unused tickets;
+// others are not held back by it, and a use or an expiry frees a place.
+func TestTicketsPerToken(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	tk, err := NewTickets(TicketOptions{MaxPerToken: 2, TTL: time.Minute, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := Principal{Token: "A", Scopes: []string{"read"}}, Principal{Token: "B", Scopes: []string{"read"}}
+	issue := func(p Principal) (string, error) {
+		s, _, err := tk.Issue(p)
+		return s, err
+	}
+	first, err := issue(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := issue(a); err != nil {
+		t.Fatal(err)
+	}
+	_, err = issue(a)
+	check(t, "A's third", rank.CodeOf(err), rank.CodeUnavailable)
+	if _, err := issue(b); err != nil {
+		t.Fatalf("B held back by A: %v", err)
+	}
+	if _, err := tk.Redeem(first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := issue(a); err != nil {
+		t.Fatalf("A after using one: %v", err)
+	}
+	_, err = issue(a)
+	check(t, "A full again", rank.CodeOf(err), rank.CodeUnavailable)
+	now = now.Add(2 * time.Minute) // every ticket held has expired
+	for i := range 2 {
+		if _, err := issue(a); err != nil {
+			t.Fatalf("A after expiry, ticket %d: %v", i+1, err)
+		}
+	}
+	check(t, "outstanding", tk.Outstanding(), 2)
+}

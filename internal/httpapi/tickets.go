@@ -50,6 +50,12 @@ type TicketOptions struct {
 	// MaxOutstanding bounds the tickets issued and neither used nor expired;
 	// past it, issuing answers 503 unavailable. 0: DefaultMaxTickets.
 	MaxOutstanding int
+	// MaxPerToken bounds the outstanding tickets of one token (Principal
+	// .Token), so that one client cannot hold the gateway's whole allowance;
+	// past it, issuing answers 503 unavailable. 0: no bound of its own (the
+	// gateway passes live.max_per_token: a token cannot use more tickets at
+	// once than it may open streams).
+	MaxPerToken int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Rand is the source of tickets; nil means crypto/rand.Reader.
@@ -61,14 +67,17 @@ type TicketOptions struct {
 
 // Tickets issues and redeems tickets. Safe for concurrent use.
 type Tickets struct {
-	ttl  time.Duration
-	max  int
-	now  func() time.Time
+	ttl    time.Duration
+	max    int
+	perMax int
+	now    func() time.Time
 	rand io.Reader
 
 	mu sync.Mutex
 	// live holds the outstanding tickets by the SHA-256 of their bytes.
 	live map[[sha256.Size]byte]ticket
+	// perKey counts the outstanding tickets of each token (when perMax > 0).
+	perKey map[string]int
 	// order lists what was issued, oldest first, from head on; with one TTL
 	// for all, that is expiry order, so sweeping stops at the first one
 	// still valid. Used tickets stay in it until they expire.
@@ -91,8 +100,8 @@ type issued struct {
 
 // NewTickets builds a ticket store.
 func NewTickets(o TicketOptions) (*Tickets, error) {
-	t := &Tickets{ttl: o.TTL, max: o.MaxOutstanding, now: o.Now, rand: o.Rand,
-		live: map[[sha256.Size]byte]ticket{},
+	t := &Tickets{ttl: o.TTL, max: o.MaxOutstanding, perMax: o.MaxPerToken, now: o.Now, rand: o.Rand,
+		live: map[[sha256.Size]byte]ticket{}, perKey: map[string]int{},
 		issuedTotal: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rankgate_tickets_issued_total",
 			Help: "Tickets issued by POST /v1/tickets.",
@@ -103,8 +112,8 @@ func NewTickets(o TicketOptions) (*Tickets, error) {
 		}, []string{"reason"}),
 	}
 	switch {
-	case t.ttl < 0 || t.max < 0:
-		return nil, fmt.Errorf("httpapi: ticket TTL %s and max outstanding %d must not be negative", t.ttl, t.max)
+	case t.ttl < 0 || t.max < 0 || t.perMax < 0:
+		return nil, fmt.Errorf("httpapi: ticket TTL %s, max outstanding %d and max per token %d must not be negative", t.ttl, t.max, t.perMax)
 	case t.ttl == 0:
 		t.ttl = DefaultTicketTTL
 	}
@@ -117,7 +126,7 @@ func NewTickets(o TicketOptions) (*Tickets, error) {
 	if t.rand == nil {
 		t.rand = rand.Reader
 	}
-	for _, reason := range []string{"unknown", "expired", "full"} {
+	for _, reason := range []string{"unknown", "expired", "full", "token_full"} {
 		t.refused.WithLabelValues(reason)
 	}
 	if o.Registerer != nil {
@@ -164,8 +173,17 @@ func (t *Tickets) Issue(p Principal) (string, time.Time, error) {
 		return "", time.Time{}, rank.Errorf(rank.CodeUnavailable,
 			"this gateway holds %d unused tickets, its limit; retry when some are used or expire", t.max)
 	}
+	if t.perMax > 0 && t.perKey[p.Token] >= t.perMax {
+		t.mu.Unlock()
+		t.refused.WithLabelValues("token_full").Inc()
+		return "", time.Time{}, rank.Errorf(rank.CodeUnavailable,
+			"this token holds %d unused tickets, its limit; use or let some expire first", t.perMax)
+	}
 	exp := now.Add(t.ttl)
 	t.live[h] = ticket{p: p, expires: exp}
+	if t.perMax > 0 {
+		t.perKey[p.Token]++
+	}
 	t.order = append(t.order, issued{hash: h, expires: exp})
 	t.mu.Unlock()
 
@@ -191,7 +209,9 @@ func (t *Tickets) Redeem(s string) (Principal, error) {
 	t.mu.Lock()
 	now := t.now()
 	tk, ok := t.live[h]
-	delete(t.live, h)
+	if ok {
+		t.forget(h, tk)
+	}
 	t.sweep(now)
 	t.mu.Unlock()
 	switch {
@@ -205,11 +225,23 @@ func (t *Tickets) Redeem(s string) (Principal, error) {
 	return tk.p, nil
 }
 
+// forget drops an outstanding ticket. Callers hold mu.
+func (t *Tickets) forget(h [sha256.Size]byte, tk ticket) {
+	delete(t.live, h)
+	if t.perMax > 0 {
+		if t.perKey[tk.p.Token]--; t.perKey[tk.p.Token] <= 0 {
+			delete(t.perKey, tk.p.Token)
+		}
+	}
+}
+
 // sweep drops the tickets expired at now, oldest first, and compacts order
 // when used tickets have left most of it stale. Callers hold mu.
 func (t *Tickets) sweep(now time.Time) {
 	for t.head < len(t.order) && !now.Before(t.order[t.head].expires) {
-		delete(t.live, t.order[t.head].hash)
+		if tk, ok := t.live[t.order[t.head].hash]; ok {
+			t.forget(t.order[t.head].hash, tk)
+		}
 		t.order[t.head] = issued{}
 		t.head++
 	}
