@@ -71,7 +71,7 @@ type Tickets struct {
 	max    int
 	perMax int
 	now    func() time.Time
-	rand io.Reader
+	rand   io.Reader
 
 	mu sync.Mutex
 	// live holds the outstanding tickets by the SHA-256 of their bytes.
