@@ -136,7 +136,7 @@ bench-writes: ## writes of this tree ÷ an earlier commit's, paired A-B-B-A (eve
 	deploy/bench-writes.sh
 
 .PHONY: bench-fanout
-bench-fanout: ## sharded reads vs naive fan-out and one sorted set (issue 9): own cluster on BENCH_PORT (7210), MEMBERS (1M), ROUNDS, KEEP=1
+bench-fanout: ## sharded reads vs naive fan-out and one sorted set: own cluster on BENCH_PORT (7210), MEMBERS (1M), ROUNDS, KEEP=1
 	deploy/bench-fanout.sh
 
 .PHONY: bench-refresh
