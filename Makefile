@@ -99,9 +99,10 @@ bench: ## benchmarks of ./internal/...
 # staticcheck: `make staticcheck-install` puts this version in $(go env GOPATH)/bin.
 STATICCHECK_VERSION ?= v0.8.2
 
-lint: staticcheck-install ## gofmt (must be clean), go vet, staticcheck $(STATICCHECK_VERSION) (installed when missing)
+lint: staticcheck-install ## gofmt (must be clean), go vet, staticcheck $(STATICCHECK_VERSION) (installed when missing), Markdown links
 	@unformatted="$$(gofmt -l .)"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
+	$(GO) test -count=1 -run '^TestMarkdownLinksResolve$$' .
 	$(GO) vet ./...
 	$(GO) vet -tags faults ./internal/faults/
 	@echo "staticcheck ./... (and -tags faults)"
@@ -136,7 +137,7 @@ bench-writes: ## writes of this tree ÷ an earlier commit's, paired A-B-B-A (eve
 	deploy/bench-writes.sh
 
 .PHONY: bench-fanout
-bench-fanout: ## sharded reads vs naive fan-out and one sorted set (issue 9): own cluster on BENCH_PORT (7210), MEMBERS (1M), ROUNDS, KEEP=1
+bench-fanout: ## sharded reads vs naive fan-out and one sorted set: own cluster on BENCH_PORT (7210), MEMBERS (1M), ROUNDS, KEEP=1
 	deploy/bench-fanout.sh
 
 .PHONY: bench-refresh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-fanout.sh — the sharded-read yardstick of issue 9 (docs/performance.md).
+# bench-fanout.sh — the sharded-read yardstick (docs/performance.md, "Sharded reads").
 # Starts (or reuses) its own Redis Cluster on BENCH_PORT..+5, a gateway on
 # 127.0.0.1:GATEWAY_PORT, loads MEMBERS members into a 16-shard board and a
 # 1-shard board straight into Redis (pipelined ZADD; skipped when already

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-ledger.sh — ledger mode against Redis-only mode, side by side, in one run
-# (issue 10, docs/performance.md "Ledger mode"). One gateway per mode on the same
+# (docs/performance.md, "Ledger mode against Redis-only"). One gateway per mode on the same
 # Redis Cluster (its own key prefix each); the ledger gateway writes to a fresh
 # PostgreSQL database, dropped at the end. Every phase runs once per mode, the
 # modes alternating (ledger first in odd rounds, Redis-only first in even ones),
