@@ -64,8 +64,6 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
-
 	heartbeat, timeout := s.liveOpts.Heartbeat, s.liveOpts.WriteTimeout
 	if heartbeat <= 0 {
 		heartbeat = 15 * time.Second
@@ -78,10 +76,26 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // proxies: do not buffer the stream
 	st := openStream(w, r, timeout)
+	if _, raw := st.(*rawStream); raw {
+		// The connection is the stream's alone: the request is done, and
+		// its goroutine, its request and response and net/http's buffers
+		// of the connection go with it.
+		go serveStream(st, sub, id, heartbeat)
+		return nil
+	}
+	serveStream(st, sub, id, heartbeat)
+	return nil
+}
+
+// serveStream writes sub's answers to st until the client goes, the hub
+// ends the subscription or a write fails; then it closes both. id is the
+// last event id the client saw (Last-Event-ID), or 0.
+func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Duration) {
+	defer sub.Close()
 	defer st.close()
 	if err := st.write(liveOpen); err != nil {
 		sub.Drop("write")
-		return nil
+		return
 	}
 	var head []byte
 	event := func(typ string, data []byte) error {
@@ -103,14 +117,14 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 	for {
 		select {
 		case <-st.gone():
-			return nil
+			return
 		case <-sub.Done():
 			final := "reconnect"
 			if sub.Reason() == live.ReasonOverloaded {
 				final = "overloaded"
 			}
 			_ = event(final, []byte("{}"))
-			return nil
+			return
 		case <-sub.Ready():
 			data, ok := sub.Next()
 			if !ok {
@@ -118,13 +132,13 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 			}
 			if err := event(typ, data); err != nil {
 				sub.Drop("write")
-				return nil
+				return
 			}
 			typ = "update"
 		case <-ping.C:
 			if err := st.write(livePing); err != nil {
 				sub.Drop("write")
-				return nil
+				return
 			}
 		}
 	}
