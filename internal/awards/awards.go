@@ -1,5 +1,5 @@
 // Package awards delivers a settlement's award outbox and the period notices
-// to a webhook (DESIGN §5): one POST per award or notice, with an
+// to a webhook (ledger mode): one POST per award or notice, with an
 // Idempotency-Key header (the award's key) and a Rankgate-Signature header
 // (t=UNIX,v1=hex HMAC-SHA256 of t + "." + body), retried with exponential
 // backoff and jitter until a 2xx answer or max attempts (then failed). The

@@ -220,7 +220,7 @@ type Token struct {
 	Burst int
 }
 
-// Index is the gateway-wide setting of the read index (DESIGN §4b): every
+// Index is the gateway-wide setting of the read index (docs/architecture.md, "The read index"): every
 // gateway keeps hot boards of families with index.enabled in memory, fed by
 // the per-shard change feeds that the write scripts append to.
 type Index struct {
@@ -243,7 +243,7 @@ type Index struct {
 	PollIdle     time.Duration
 }
 
-// Live is the gateway-wide setting of live boards (DESIGN §4c): streams
+// Live is the gateway-wide setting of live boards (docs/architecture.md, "Live boards: the hub"): streams
 // of a board's answer, computed once per board and query shape per
 // interval and shared by every subscriber.
 type Live struct {

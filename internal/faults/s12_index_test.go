@@ -22,7 +22,7 @@ import (
 	"github.com/rankgate/rankgate/internal/shard"
 )
 
-// Scenario 12: the read index (DESIGN §4b) under faults. A second family,
+// Scenario 12: the read index (docs/architecture.md, "The read index") under faults. A second family,
 // ix, keeps its national board (16 shards: every master holds several) in
 // the gateway's read index, followed from the shards' change feeds by
 // RunIndex. The load writes ix events (the suite's writers, prober and

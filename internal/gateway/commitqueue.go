@@ -8,7 +8,7 @@ import (
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
-// commitQueue coalesces concurrent ledger writes into groups (DESIGN.md §5,
+// commitQueue coalesces concurrent ledger writes into groups (ledger mode,
 // group commit): requests that arrive within linger of the first one of a
 // group, up to maxEvents events, share one ledger transaction and one Redis
 // projection pipeline; each caller gets its own answers. The linger applies

@@ -11,7 +11,7 @@ import (
 	"github.com/rankgate/rankgate/internal/shard"
 )
 
-// The read index (DESIGN §4b): a family with index.enabled has its boards
+// The read index (docs/architecture.md, "The read index"): a family with index.enabled has its boards
 // in each gateway's memory (internal/indexfeed keeps them current from the
 // change feeds). Reads that ask for consistency=index, and reads that name
 // no consistency while the board's lag is within the family's max_lag,

@@ -523,7 +523,7 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 	return res, nil
 }
 
-// logApplied logs one applied board write at debug (DESIGN §3: every
+// logApplied logs one applied board write at debug (every
 // applied write logs, structured). It is a line per event and board, so the
 // callers ask s.log.Enabled first: at the default level (info) nothing is
 // built.

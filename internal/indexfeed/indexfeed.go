@@ -1,4 +1,4 @@
-// Package indexfeed keeps a gateway's read index current (DESIGN §4b): it
+// Package indexfeed keeps a gateway's read index current (docs/architecture.md, "The read index"): it
 // loads hot boards from Redis into internal/rankindex structures, one per
 // board over all its shards, and follows the per-shard change feeds that
 // the write scripts append to, so that member reads, Top N, offset pages,

@@ -33,7 +33,7 @@ type GroupResult struct {
 }
 
 // RecordGroup commits a group of awards and corrections in one transaction
-// and one flush (DESIGN.md §5, group commit), with the rules of Record applied
+// and one flush (group commit), with the rules of Record applied
 // to each event in the group's order, as if recorded one after another:
 //
 //   - an event id already recorded, or repeated within the group, answers

@@ -1,4 +1,4 @@
-// Package live is the hub of live boards (DESIGN §4c): it holds the
+// Package live is the hub of live boards (docs/architecture.md, "Live boards: the hub"): it holds the
 // subscriptions of GET {board}/live, computes each board's answers once per
 // board and query shape per the family's live.interval — one Top per (board,
 // top N), one standing and around-me per (board, followed member, radius) —

@@ -11,7 +11,7 @@ import (
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
-// The change feeds (DESIGN §4b): the write scripts of a family with a read
+// The change feeds (docs/architecture.md, "The read index"): the write scripts of a family with a read
 // index append every change of a board shard's sorted set to the shard's
 // stream (shard.Keys.Feed) — fields m (the stored member) and s (its new
 // score, "" when it left), or r (a reset: the sorted set was replaced whole,
