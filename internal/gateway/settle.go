@@ -139,8 +139,8 @@ func (s *Service) Archive(ctx context.Context, familyName, periodID string) (Per
 }
 
 // archive sets the retention TTLs of a period. In ledger mode it needs saved
-// standings; in Redis-only mode (the scheduler's archive after a freeze,
-// ledger mode) it needs a frozen period.
+// standings; in Redis-only mode (the scheduler's archive after a freeze)
+// it needs a frozen period.
 func (s *Service) archive(ctx context.Context, f *family, p period.Period) (PeriodDetail, error) {
 	if s.ledger != nil {
 		if _, ok, err := s.ledger.Settlement(ctx, f.cfg.Name, p.ID); err != nil {
