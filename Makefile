@@ -55,8 +55,9 @@ test: vet test-deps test-cluster-up ts-test ## go vet, the TypeScript client's t
 # its dependencies exactly as package-lock.json pins them (npm ci, again
 # whenever the lockfile changes), then `npm test`: the generated types must
 # be what openapi-typescript makes of api/openapi.yaml (stale: it fails; make
-# ts-generate), the build (tsc), and node --test against a gateway built from
-# this tree on the test cluster and a fresh PostgreSQL database.
+# ts-generate), the build (tsc, strict), the README's examples type-check, and
+# node --test against a gateway built from this tree on the test cluster and
+# a fresh PostgreSQL database.
 TS_DIR   := clients/ts
 TS_STAMP := $(TS_DIR)/node_modules/.rankgate-lock
 
@@ -134,8 +135,8 @@ lint: staticcheck-install ts-lint ## gofmt (must be clean), go vet, staticcheck 
 	"$$($(GO) env GOPATH)/bin/staticcheck" -tags faults ./internal/faults/
 
 .PHONY: ts-lint
-ts-lint: ts-deps ## clients/ts: the generated types up to date with api/openapi.yaml, and tsc (strict) clean
-	cd $(TS_DIR) && npm run --silent check-generated && npm run --silent build
+ts-lint: ts-deps ## clients/ts: the generated types up to date with api/openapi.yaml, tsc (strict) clean, README examples type-check
+	cd $(TS_DIR) && npm run --silent lint
 
 .PHONY: staticcheck-install
 staticcheck-install: ## go install staticcheck $(STATICCHECK_VERSION) into $(go env GOPATH)/bin unless it is there
