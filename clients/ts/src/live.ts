@@ -121,6 +121,8 @@ export async function* parseSSE(body: ReadableStream<Uint8Array>): AsyncGenerato
       buf += dec.decode(value, { stream: true });
       let nl: number;
       while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+        // A CR at the end may be the first half of a CRLF: wait for more.
+        if (nl === buf.length - 1 && buf[nl] === "\r") break;
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
         if (line === "") {
@@ -194,7 +196,9 @@ export function subscribeLive(c: RankgateClient, b: Board, q: LiveQuery | undefi
     if (ac.signal.aborted) return;
     failures = soon ? 0 : failures + 1;
     const ceil = soon ? base : Math.min(max, base * 2 ** Math.min(failures - 1, 20));
-    const delay = Math.round(Math.random() * ceil);
+    let delay = Math.round(Math.random() * ceil);
+    // A refusal with Retry-After (429, 503 of the ticket request) is waited out.
+    if (err instanceof RankgateError && err.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(err.retryAfterMs, max));
     h.onError?.(err, { fatal: false, reconnectInMs: delay });
     timer = setTimeout(connect, delay);
   };
