@@ -179,6 +179,10 @@ export class Gateway {
       stdio: ["ignore", "ignore", "pipe"],
     });
     this.proc = p;
+    // Never leave a gateway behind a test process that exits early.
+    const reap = () => p.exitCode === null && p.kill("SIGKILL");
+    process.once("exit", reap);
+    p.once("exit", () => process.removeListener("exit", reap));
     p.stderr.setEncoding("utf8");
     p.stderr.on("data", (d) => {
       this.log = (this.log + d).slice(-20000);
