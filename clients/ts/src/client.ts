@@ -148,6 +148,8 @@ export class RankgateClient {
       } catch (err) {
         if (err instanceof RankgateError) throw err;
         if (o?.signal?.aborted) throw o.signal.reason;
+        // A 2xx whose body is not the JSON it should be: a retry would get the same.
+        if (err instanceof SyntaxError) throw new Error(`rankgate: ${route.method} ${route.path}: decoding the answer: ${err.message}`, { cause: err });
         // A transport error, a timeout, or an answer cut short: retryable.
         last = new Error(`rankgate: ${route.method} ${route.path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
       } finally {

@@ -115,6 +115,12 @@ describe("retries", () => {
     assert.equal(sent.length, 1);
   });
 
+  test("a 2xx that is not JSON is a decoding error, not retried", async () => {
+    const { c, sent } = scripted([new Response("<html>a captive portal</html>", { status: 200, headers: { "Content-Type": "application/json" } })]);
+    await assert.rejects(c.listFamilies(), /GET \/v1\/families: decoding the answer/);
+    assert.equal(sent.length, 1);
+  });
+
   test("an answer without the error shape gets code http_<status>", async () => {
     const { c } = scripted([new Response("<html>bad gateway</html>", { status: 418 })]);
     await assert.rejects(c.getTop(board), (err) => err.code === "http_418" && err.message.includes("<html>bad gateway</html>"));
