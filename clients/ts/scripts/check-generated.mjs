@@ -25,9 +25,10 @@ try {
     console.error(`  committed: ${a[i] ?? "(end of file)"}`);
     console.error(`  generated: ${b[i] ?? "(end of file)"}`);
     console.error("Regenerate it: make ts-generate (or cd clients/ts && npm run generate), and commit it.");
-    process.exit(1);
+    process.exitCode = 1;
+  } else {
+    console.log("clients/ts/src/schema.ts is up to date with api/openapi.yaml");
   }
-  console.log("clients/ts/src/schema.ts is up to date with api/openapi.yaml");
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
