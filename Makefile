@@ -48,8 +48,34 @@ vet: ## go vet
 test-deps: ## install what the tests need when it is missing (chromium; PostgreSQL and redis-server on use)
 	$(DEPS_SH) chromium
 
-test: vet test-deps test-cluster-up ## go vet, then all tests against the test cluster and PostgreSQL (installed/started when missing)
+test: vet test-deps test-cluster-up ts-test ## go vet, the TypeScript client's tests, then all Go tests against the test cluster and PostgreSQL (installed/started when missing)
 	$(WITH_TEST_DEPS) $(GO) test -count=1 ./...
+
+# The TypeScript client (clients/ts): node >= 20 and npm (deploy/deps.sh node),
+# its dependencies exactly as package-lock.json pins them (npm ci, again
+# whenever the lockfile changes), then `npm test`: the generated types must
+# be what openapi-typescript makes of api/openapi.yaml (stale: it fails; make
+# ts-generate), the build (tsc, strict), the README's examples type-check, and
+# node --test against a gateway built from this tree on the test cluster and
+# a fresh PostgreSQL database.
+TS_DIR   := clients/ts
+TS_STAMP := $(TS_DIR)/node_modules/.rankgate-lock
+
+.PHONY: ts-deps ts-generate ts-test generate
+ts-deps: ## node and npm (installed when missing), and clients/ts's dependencies from its lockfile (npm ci)
+	@$(DEPS_SH) node
+	@if ! cmp -s $(TS_DIR)/package-lock.json $(TS_STAMP); then \
+		echo "npm ci (clients/ts)"; \
+		(cd $(TS_DIR) && npm ci --no-audit --no-fund) && cp $(TS_DIR)/package-lock.json $(TS_STAMP); \
+	fi
+
+ts-generate: ts-deps ## regenerate clients/ts/src/schema.ts from api/openapi.yaml (openapi-typescript)
+	cd $(TS_DIR) && npm run --silent generate
+
+generate: ts-generate ## regenerate the code generated from api/openapi.yaml
+
+ts-test: ts-deps test-cluster-up ## the TypeScript client: generated types up to date, build, tests against a real gateway on the test cluster
+	$(WITH_TEST_DEPS) npm --prefix $(TS_DIR) test
 
 test-race: vet test-deps test-cluster-up ## go vet, then every test with -race
 	$(WITH_TEST_DEPS) $(GO) test -race -count=1 ./...
@@ -99,7 +125,7 @@ bench: ## benchmarks of ./internal/...
 # staticcheck: `make staticcheck-install` puts this version in $(go env GOPATH)/bin.
 STATICCHECK_VERSION ?= v0.8.2
 
-lint: staticcheck-install ## gofmt (must be clean), go vet, staticcheck $(STATICCHECK_VERSION) (installed when missing), Markdown links
+lint: staticcheck-install ts-lint ## gofmt (must be clean), go vet, staticcheck $(STATICCHECK_VERSION) (installed when missing), Markdown links; clients/ts: generated types up to date, tsc clean
 	@unformatted="$$(gofmt -l .)"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
 	$(GO) test -count=1 -run '^TestMarkdownLinksResolve$$' .
@@ -108,6 +134,10 @@ lint: staticcheck-install ## gofmt (must be clean), go vet, staticcheck $(STATIC
 	@echo "staticcheck ./... (and -tags faults)"
 	"$$($(GO) env GOPATH)/bin/staticcheck" ./...
 	"$$($(GO) env GOPATH)/bin/staticcheck" -tags faults ./internal/faults/
+
+.PHONY: ts-lint
+ts-lint: ts-deps ## clients/ts: the generated types up to date with api/openapi.yaml, tsc (strict) clean, README examples type-check
+	cd $(TS_DIR) && npm run --silent lint
 
 .PHONY: staticcheck-install
 staticcheck-install: ## go install staticcheck $(STATICCHECK_VERSION) into $(go env GOPATH)/bin unless it is there

@@ -13,6 +13,9 @@
 #               server is kept from starting)
 #   staticcheck staticcheck $STATICCHECK_VERSION in $(go env GOPATH)/bin
 #   iproute2    ip (the fault suite's network namespaces; Debian iproute2)
+#   node        node >= $NODE_MIN_MAJOR (default 20) and npm (the TypeScript client's
+#               build and tests; Debian nodejs and npm); an older node than
+#               apt-get gives is an error naming what to install
 #   postgres    a PostgreSQL for the ledger tests; prints its DSN on stdout:
 #                 1. $RANKGATE_TEST_PG_DSN when set (it must answer);
 #                 2. else the local trust-auth server postgres@127.0.0.1:5432/test
@@ -29,6 +32,7 @@ set -euo pipefail
 
 PROG=$(basename "$0")
 STATICCHECK_VERSION=${STATICCHECK_VERSION:-v0.8.2}
+NODE_MIN_MAJOR=${NODE_MIN_MAJOR:-20}
 PG_PORT=${RANKGATE_PG_PORT:-55432}
 PG_DIR=${RANKGATE_PG_DIR:-/tmp/rankgate-pg-$PG_PORT}
 DEFAULT_DSN="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -104,6 +108,33 @@ need_staticcheck() {
 	log "go install honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 	go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" >&2 ||
 		die "go install staticcheck@$STATICCHECK_VERSION failed (needs the Go module proxy)"
+}
+
+# node_major — the major version of the node on PATH (0: none).
+node_major() {
+	local v
+	v=$(node --version 2>/dev/null) || {
+		echo 0
+		return
+	}
+	v=${v#v}
+	echo "${v%%.*}"
+}
+
+need_node() {
+	if (($(node_major) >= NODE_MIN_MAJOR)) && command -v npm >/dev/null; then
+		return 0
+	fi
+	if command -v node >/dev/null; then
+		log "node $(node --version) is older than $NODE_MIN_MAJOR or npm is missing; trying apt-get"
+	fi
+	apt_install nodejs npm
+	local have
+	have=$(node_major)
+	((have >= NODE_MIN_MAJOR)) ||
+		die "node >= $NODE_MIN_MAJOR is needed (the TypeScript client's tests), apt-get gave $(node --version 2>/dev/null || echo none). Install Node.js $NODE_MIN_MAJOR or later (https://nodejs.org/en/download, or NodeSource's apt repository) and run again"
+	command -v npm >/dev/null || die "npm still missing after apt-get install npm"
+	log "node $(node --version), npm $(npm --version)"
 }
 
 # pg_answers DSN — true when a PostgreSQL answers a query at DSN.
@@ -197,8 +228,9 @@ for need in "$@"; do
 	promtool) need_promtool ;;
 	staticcheck) need_staticcheck ;;
 	iproute2) command -v ip >/dev/null || apt_install iproute2 ;;
+	node) need_node ;;
 	postgres) need_postgres ;;
 	postgres-down) postgres_down ;;
-	*) die "unknown need '$need' (want curl, chromium, promtool, staticcheck, iproute2, postgres, postgres-down)" ;;
+	*) die "unknown need '$need' (want curl, chromium, promtool, staticcheck, iproute2, node, postgres, postgres-down)" ;;
 	esac
 done
