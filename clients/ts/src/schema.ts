@@ -305,7 +305,7 @@ export interface paths {
         put?: never;
         /**
          * A single-use ticket that opens a live board from a browser
-         * @description For `GET /v1/boards/{family}/{period}/{dimension}/live?ticket=T` only, in place of the `Authorization` header that a browser's EventSource cannot send. The ticket is usable once, within `auth.tickets.ttl` (`expires_at`, cut to whole seconds), and stands for the token that asked for it: its scopes and its rate limit. A used, expired or unknown ticket answers 401 `unauthenticated`. The gateway that issued it keeps it in memory: behind a load balancer, open the stream on the same gateway (session affinity). Past 100 000 unused tickets on one gateway: 503 `unavailable`. No request body.
+         * @description For `GET /v1/boards/{family}/{period}/{dimension}/live?ticket=T` only, in place of the `Authorization` header that a browser's EventSource cannot send. The ticket is usable once, within `auth.tickets.ttl` (`expires_at`, cut to whole seconds), and stands for the token that asked for it: its scopes and its rate limit. A used, expired or unknown ticket answers 401 `unauthenticated`. The gateway that issued it keeps it in memory: behind a load balancer, open the stream on the same gateway (session affinity). Past 100 000 unused tickets on one gateway, or `live.max_per_token` unused tickets of one token: 503 `unavailable`. No request body.
          */
         post: operations["createTicket"];
         delete?: never;
