@@ -105,6 +105,7 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 		head = append(head, "\nevent: "...)
 		head = append(head, typ...)
 		head = append(head, "\ndata: "...)
+		sub.Stalled(st.stalled())
 		if err := st.write(head, data, eventEnd); err != nil {
 			return err
 		}
@@ -123,6 +124,9 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 			if sub.Reason() == live.ReasonOverloaded {
 				final = "overloaded"
 			}
+			// A client that stopped reading would hold this last write
+			// for the whole write timeout: it gets a second at most.
+			st.shorten(finalWriteTimeout)
 			_ = event(final, []byte("{}"))
 			return
 		case <-sub.Ready():
@@ -136,6 +140,7 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 			}
 			typ = "update"
 		case <-ping.C:
+			sub.Stalled(st.stalled())
 			if err := st.write(livePing); err != nil {
 				sub.Drop("write")
 				return
@@ -143,6 +148,10 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 		}
 	}
 }
+
+// finalWriteTimeout bounds the write of a stream's last event (reconnect,
+// overloaded).
+const finalWriteTimeout = time.Second
 
 var (
 	liveOpen = []byte(": live\n\n")
@@ -159,6 +168,12 @@ type stream interface {
 	write(parts ...[]byte) error
 	gone() <-chan struct{}
 	close()
+	// shorten lowers the write deadline of the writes still to come.
+	shorten(d time.Duration)
+	// stalled reports, before each write, whether the client has taken
+	// none of the bytes written to it since the previous write while some
+	// are still queued (false where the stream cannot tell).
+	stalled() bool
 }
 
 // openStream answers 200 and returns the stream. Over HTTP/1.x it takes the
@@ -201,6 +216,8 @@ type rawStream struct {
 	left    chan struct{} // closed when a read from the client fails
 	status  []byte        // the status line and headers, sent with the first write
 	bufs    [4][]byte
+	// queued is what the send queue held right after the last write.
+	queued int
 }
 
 func (s *rawStream) watch() {
@@ -225,11 +242,25 @@ func (s *rawStream) write(parts ...[]byte) error {
 	bufs = append(bufs, parts...)
 	nb := net.Buffers(bufs)
 	_, err := nb.WriteTo(s.conn)
+	s.queued, _ = unsentBytes(s.conn) // what was written is in it, unless already taken
 	return err
 }
 
-func (s *rawStream) gone() <-chan struct{} { return s.left }
-func (s *rawStream) close()                { _ = s.conn.Close() }
+// stalled: the send queue holds bytes and not one byte of it was
+// acknowledged since the last write. A reader that takes its bytes, even
+// over a slow link, acknowledges some within an interval; one that stopped
+// reading (its receive window closed) acknowledges none.
+func (s *rawStream) stalled() bool {
+	q, ok := unsentBytes(s.conn)
+	if !ok || q == 0 {
+		return false
+	}
+	return q >= s.queued
+}
+
+func (s *rawStream) gone() <-chan struct{}   { return s.left }
+func (s *rawStream) shorten(d time.Duration) { s.timeout = min(s.timeout, d) }
+func (s *rawStream) close()                  { _ = s.conn.Close() }
 
 // flushStream writes through net/http's response and flushes each write.
 type flushStream struct {
@@ -251,5 +282,7 @@ func (s *flushStream) write(parts ...[]byte) error {
 	return s.rc.Flush()
 }
 
-func (s *flushStream) gone() <-chan struct{} { return s.done }
-func (s *flushStream) close()                {}
+func (s *flushStream) gone() <-chan struct{}   { return s.done }
+func (s *flushStream) stalled() bool           { return false }
+func (s *flushStream) close()                  {}
+func (s *flushStream) shorten(d time.Duration) { s.timeout = min(s.timeout, d) }

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -659,4 +661,78 @@ func TestLiveFromTheReadIndex(t *testing.T) {
 			t.Fatalf("after %d writes the live answer still comes from %q", i, d.Source)
 		}
 	}
+}
+
+// TestLiveStoppedReaderOverTCP: over a real connection taken over from
+// net/http, a client that stops reading (its small receive window closes)
+// is let go as overloaded within live.max_behind of its stall — long before
+// the write timeout (a minute here) — and its place is freed.
+func TestLiveStoppedReaderOverTCP(t *testing.T) {
+	t.Parallel()
+	st := teststack.New(t, teststack.Options{Families: liveFamilies,
+		Live: teststack.Live{Heartbeat: 50 * time.Millisecond, WriteTimeout: time.Minute, MaxBehind: 300 * time.Millisecond}})
+	srv := httptest.NewServer(st.Handler)
+	t.Cleanup(srv.Close)
+	for i := range 60 {
+		writeEvent(t, st, fmt.Sprintf("member-with-a-long-name-%03d", i), int64(100+i))
+	}
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := d.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := fmt.Fprintf(conn, "GET %s?top=60 HTTP/1.1\r\nHost: rankgate\r\n\r\n", livePath); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	status, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
+		t.Fatalf("status line %q: %v", status, err)
+	}
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("before the snapshot: %v", err)
+		}
+		if strings.HasPrefix(line, "event: snapshot") {
+			break
+		}
+	}
+	if n := st.Live.Subscribers(); n != 1 {
+		t.Fatalf("%d subscribers, want 1", n)
+	}
+	// The client reads no more; the board changes every interval, so every
+	// interval has an update of a few KB for it.
+	stop := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			writeEvent(t, st, fmt.Sprintf("member-with-a-long-name-%03d", i%60), 7)
+		}
+	}()
+	defer func() { close(stop); <-writerDone }()
+	soon.Eventually(t, 20*time.Second, func() error {
+		if got := metricSum(t, st.Registry, "rankgate_live_drops_total", map[string]string{"reason": "overloaded"}); got != 1 {
+			return fmt.Errorf("drops{overloaded} = %v", got)
+		}
+		if n := st.Live.Subscribers(); n != 0 {
+			return fmt.Errorf("%d subscribers still", n)
+		}
+		return nil
+	})
 }

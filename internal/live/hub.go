@@ -469,7 +469,8 @@ func (h *Hub) compute(b *board, fresh bool) {
 func (h *Hub) checkBehind(g *group, now time.Time) {
 	for s := range g.subs {
 		s.mu.Lock()
-		late := s.pending != nil && now.Sub(s.since) > h.maxBehind
+		late := (s.pending != nil && now.Sub(s.since) > h.maxBehind) ||
+			(!s.stalled.IsZero() && now.Sub(s.stalled) > h.maxBehind)
 		s.mu.Unlock()
 		if late {
 			s.finish(ReasonOverloaded)
@@ -594,6 +595,7 @@ type Subscription struct {
 	mu      sync.Mutex
 	pending []byte
 	since   time.Time // when pending was first filled since last taken
+	stalled time.Time // since when the client has taken no bytes (zero: it takes them)
 	reason  Reason
 	ended   bool
 	closed  bool
@@ -626,6 +628,23 @@ func (s *Subscription) finish(r Reason) {
 		s.h.m.drops.WithLabelValues(string(r)).Inc()
 	}
 	close(s.done)
+}
+
+// Stalled reports whether the client has taken none of the bytes written
+// to it since the stream's previous write (its connection's send queue
+// holds them all). A subscriber stalled for longer than MaxBehind is closed
+// as overloaded, as one whose answers wait untaken: a client that stopped
+// reading is let go within MaxBehind of its receive window closing, not
+// only once the kernel's buffers have filled and a write timed out.
+func (s *Subscription) Stalled(stalled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !stalled:
+		s.stalled = time.Time{}
+	case s.stalled.IsZero():
+		s.stalled = s.h.now()
+	}
 }
 
 // Ready is signalled when an answer is pending (take it with Next).
