@@ -9,8 +9,6 @@
   const LAYOUT_EVERY_MS = 10000;
   const FAMILIES_EVERY_MS = 30000;
   const SVG = "http://www.w3.org/2000/svg";
-  const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
-    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"];
 
   const $ = (id) => document.getElementById(id);
   const params = new URLSearchParams(location.search);
@@ -388,12 +386,37 @@
     return { family, period, dim, kind: colon < 0 ? dim : dim.slice(0, colon) };
   }
 
-  // familyColor gives family i its own hue: the palette first, then hues a
-  // golden angle apart, so no two families share a colour however many.
-  function familyColor(i) {
-    if (i < PALETTE.length) return PALETTE[i];
-    const h = Math.round((i * 137.508) % 360);
-    return hslHex(h, 0.55, 0.45);
+  // familyColor gives family i of n its own hue, spread evenly round the
+  // wheel, every other one lighter: no two families share a colour however
+  // many, and neighbours differ in lightness too.
+  function familyColor(i, n) {
+    return hslHex((i * 360) / Math.max(1, n), 0.7, i % 2 ? 0.56 : 0.4);
+  }
+
+  // kindColor shades a family's colour for its dimension kind j (0, national:
+  // the colour itself; then lighter, darker, lightest, …).
+  function kindColor(base, j) {
+    if (j === 0) return base;
+    const step = Math.floor((j - 1) / 3);
+    switch ((j - 1) % 3) {
+      case 0: return tint(base, Math.min(0.9, 0.5 + 0.1 * step));
+      case 1: return shade(base, Math.min(0.8, 0.45 + 0.1 * step));
+      default: return tint(base, Math.min(0.9, 0.78 + 0.05 * step));
+    }
+  }
+
+  // shade mixes a colour with black (t = 0: the colour, 1: black).
+  function shade(hex, t) {
+    const n = parseInt(hex.slice(1), 16);
+    const mix = (c) => Math.round(c * (1 - t)).toString(16).padStart(2, "0");
+    return "#" + mix((n >> 16) & 255) + mix((n >> 8) & 255) + mix(n & 255);
+  }
+
+  // inkOn picks dark or light text for a fill.
+  function inkOn(hex) {
+    const n = parseInt(hex.slice(1), 16);
+    const y = 0.299 * ((n >> 16) & 255) + 0.587 * ((n >> 8) & 255) + 0.114 * (n & 255);
+    return y > 150 ? "#1d2330" : "#fff";
   }
 
   function hslHex(h, s, l) {
@@ -432,11 +455,16 @@
     }
     const rank = (n) => { const i = order.indexOf(n); return i < 0 ? order.length : i; };
     const list = [...fams.values()].sort((a, b) => rank(a.family) - rank(b.family) || (a.family < b.family ? -1 : a.family > b.family ? 1 : 0));
-    list.forEach((f, i) => {
-      f.color = familyColor(rank(f.family) < order.length ? rank(f.family) : i);
+    // Colours follow the configured families, so they stay put as boards
+    // come and go; families the page does not know yet come after.
+    const extra = list.filter((f) => rank(f.family) >= order.length).map((f) => f.family);
+    const total = order.length + extra.length;
+    list.forEach((f) => {
+      const r = rank(f.family);
+      f.color = familyColor(r < order.length ? r : order.length + extra.indexOf(f.family), total);
       const kinds = [...f.kinds.values()].sort((a, b) =>
         (a.kind === "national" ? -1 : b.kind === "national" ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
-      kinds.forEach((k, j) => { k.color = j === 0 ? f.color : tint(f.color, Math.min(0.8, 0.45 + 0.15 * (j - 1))); });
+      kinds.forEach((k, j) => { k.color = kindColor(f.color, j); });
       f.kindList = kinds;
     });
     return list;
@@ -510,18 +538,18 @@
       let y = HEAD;
       for (const g of n.groups) {
         const f = fam[g.family];
-        root.append(svg("text", { x: x + PAD, y: y + 12, "font-size": 11, "font-weight": "600", fill: f.color, class: "family",
+        root.append(svg("text", { x: x + PAD, y: y + 12, "font-size": 11, "font-weight": "600", fill: shade(f.color, 0.3), class: "family",
           "data-family": g.family }, `${g.family} · ${plural(g.shards.length, "shard")}`));
         y += FAM_H;
         g.shards.forEach((s, j) => {
           const bx = x + PAD + (j % perRow) * (BOX_W + 4);
           const by = y + Math.floor(j / perRow) * (BOX_H + 4);
           const fill = f.kinds.get(s.kind).color;
-          const box = svg("g", { class: "shard", "data-board": s.board, "data-family": s.family, "data-kind": s.kind });
+          const box = svg("g", { class: "shard", "data-node": n.node, "data-board": s.board, "data-family": s.family, "data-kind": s.kind });
           box.append(svg("title", {}, `${s.board} shard ${s.shard}/${s.count}\n${s.key}\nslot ${s.slot} · ${fmtNum(s.members)} members · ${fmtBytes(s.memory_bytes)}`));
           box.append(svg("rect", { x: bx, y: by, width: BOX_W, height: BOX_H, rx: 3, fill }));
           box.append(svg("text", { x: bx + BOX_W / 2, y: by + 16, "text-anchor": "middle", "font-size": 11,
-            fill: s.kind === "national" ? "#fff" : "#1d2330" }, "#" + s.shard));
+            fill: inkOn(fill) }, "#" + s.shard));
           root.append(box);
         });
         y += Math.ceil(g.shards.length / perRow) * (BOX_H + 4) + 4;
