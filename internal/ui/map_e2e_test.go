@@ -63,6 +63,7 @@ type legendBox struct {
 	ScrollWidth, ClientW    float64 // the legend list's
 	DocScrollW, ViewportW   float64
 	LegendBottom, LegendTop float64
+	Overflow                bool // the entry's content is wider or taller than the entry
 }
 
 func TestStatusPageManyBoards(t *testing.T) {
@@ -118,7 +119,10 @@ func TestStatusPageManyBoards(t *testing.T) {
 	}
 
 	// Opens on the busiest board: quiz/national (120 members), not arcade.
-	waitVisible(t, bctx, "the top", "#top-body tr:nth-child(10)")
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.querySelector("#top-meta").textContent !== ""`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("no board shown: %v", err)
+	}
 	if got := text(t, bctx, "#families-body tr:first-child td"); got != "arcade" {
 		t.Errorf("first family listed %q, want arcade (by name)", got)
 	}
@@ -128,6 +132,10 @@ func TestStatusPageManyBoards(t *testing.T) {
 		} else if v != want {
 			t.Errorf("%s opened on %q, want %q", sel, v, want)
 		}
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.querySelectorAll("#top-body tr td.user").length === 10`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the top of the board opened never showed 10 members: %v", err)
 	}
 	if got := text(t, bctx, "#top-body tr:first-child td.user"); got != "q119" {
 		t.Errorf("first of the top is %q, want q119 (quiz's leader)", got)
@@ -228,7 +236,8 @@ func TestStatusPageManyBoards(t *testing.T) {
 				SwatchX: s.left + s.width / 2, SwatchY: s.top + s.height / 2,
 				ScrollWidth: ul.scrollWidth, ClientW: ul.clientWidth,
 				DocScrollW: document.documentElement.scrollWidth, ViewportW: window.innerWidth,
-				LegendTop: lr.top, LegendBottom: lr.bottom};
+				LegendTop: lr.top, LegendBottom: lr.bottom,
+				Overflow: li.scrollWidth > li.clientWidth || li.scrollHeight > li.clientHeight};
 		});
 	})()`))
 	if err != nil {
@@ -258,8 +267,8 @@ func TestStatusPageManyBoards(t *testing.T) {
 	}
 	for _, b := range boxes {
 		name := b.Family + "/" + b.Kind
-		if b.Left < 0 || b.Top < 0 || b.Right > viewW || b.Bot > viewH {
-			t.Errorf("legend entry %s at (%v,%v)-(%v,%v) is cut off at %d×%d", name, b.Left, b.Top, b.Right, b.Bot, viewW, viewH)
+		if b.Left < 0 || b.Top < 0 || b.Right > viewW || b.Bot > viewH || b.Overflow {
+			t.Errorf("legend entry %s at (%v,%v)-(%v,%v) is cut off at %d×%d (content overflowing: %v)", name, b.Left, b.Top, b.Right, b.Bot, viewW, viewH, b.Overflow)
 			continue
 		}
 		got := img.At(int(b.SwatchX), int(b.SwatchY))
