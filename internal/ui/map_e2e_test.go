@@ -287,6 +287,19 @@ func TestStatusPageManyBoards(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A family named in the address wins over the busiest board.
+	if err := chromedp.Do(bctx, chromedp.Navigate(srv+"/ui/?family=b03")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](
+		`document.querySelector("#top-body tr:first-child td.user")?.textContent === "solo" && document.querySelector("#family").value === "b03"`,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Errorf("?family=b03 did not open b03's board: %v", err)
+	}
+	if hidden, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.querySelector("#top-why").hidden`)); err != nil || !hidden {
+		t.Errorf("the busiest note shows on a board named in the address (hidden=%v, %v)", hidden, err)
+	}
+
 	for _, p := range problems() {
 		t.Errorf("page problem: %s", p)
 	}

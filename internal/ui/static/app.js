@@ -518,7 +518,7 @@
       root.append(svg("text", { x: x + PAD, y: 34, "font-size": 11, fill: "#6b7385" },
         `${fmtNum(n.slots)} slots · ${plural(n.shards.length, "shard")} · ${fmtNum(n.members)} members · boards ${fmtBytes(n.memory_bytes)}`));
       const statAttrs = { x: x + PAD, y: 50, "font-size": 11, class: "node-stats", "data-node": n.node };
-      let statText = "memory — · ops/s — (no monitor poll yet)";
+      let statText = "memory — · ops/s — (not in the monitor's last poll)";
       if (st && !st.up) {
         statText = "down at the last monitor poll";
         statAttrs.fill = "#c62828";
