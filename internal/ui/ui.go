@@ -1,8 +1,10 @@
 // Package ui is rankgate's status page: a few static files (HTML, small
 // vanilla JavaScript files, CSS) embedded in the binary, with no build step and
 // nothing fetched from elsewhere. The page reads the gateway's own API —
-// families and their periods, the live top of a board, member search, the
-// shard → node layout — and the cache hit ratio from /metrics.
+// families and their periods, the boards of each current period (it opens
+// on the one with the most members), the live top of a board, member
+// search, the shard → node layout — and, from /metrics, the cache hit ratio
+// and each node's used memory and ops/s as the cluster monitor polled them.
 //
 // Its big-screen page, live/{family}/{period}/{dimension}, shows one live
 // board for a TV: it subscribes to the board's live stream (GET
