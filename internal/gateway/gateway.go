@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/rankgate/rankgate/internal/cache"
 	"github.com/rankgate/rankgate/internal/competition"
@@ -192,6 +193,9 @@ type Service struct {
 	boards  sync.Map  // "family/period/dimension" → struct{} (registered in the period's set)
 	banned  banCache  // this gateway's copy of the member bans (bans.go)
 	tours   tourCache // this gateway's copy of the tournaments (tournaments.go)
+	// joinPrep coalesces the cold start of a join storm: one period state
+	// read, one period record, one board listing per tournament period.
+	joinPrep singleflight.Group
 
 	// index is the read index of the families with index.enabled (nil when
 	// none has it); RunIndex makes it follow.

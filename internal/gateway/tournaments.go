@@ -453,15 +453,32 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 	if !ok {
 		return JoinResult{}, rank.Errorf(rank.CodePeriodClosed, "tournament %s has ended", id)
 	}
-	if st, err := s.periodState(ctx, f, p.ID); err != nil {
-		return JoinResult{}, err
-	} else if st != "" && st != "open" {
-		return JoinResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of tournament %s is %s", p.ID, id, st)
-	}
-	b, seats, meta, n, err := s.seatKeys(ctx, f, p.ID, true)
+	// The period's state, shard counts and board listing: read (or made)
+	// once for a storm of joins at a tournament's start, then cached.
+	v, err, _ := s.joinPrep.Do(id+"/"+p.ID, func() (any, error) {
+		if st, err := s.periodState(ctx, f, p.ID); err != nil {
+			return nil, err
+		} else if st != "" && st != "open" {
+			return nil, rank.Errorf(rank.CodePeriodClosed, "period %s of tournament %s is %s", p.ID, id, st)
+		}
+		var k joinKeys
+		var err error
+		if k.b, k.seats, k.meta, k.n, err = s.seatKeys(ctx, f, p.ID, true); err != nil {
+			return nil, err
+		}
+		key := id + "/" + p.ID + "/" + shard.National
+		if _, seen := s.boards.Load(key); !seen {
+			if err := s.lifeBE.RegisterBoards(ctx, s.layout.Period(id, p.ID), []string{shard.National}); err == nil {
+				s.boards.Store(key, struct{}{})
+			}
+		}
+		return k, nil
+	})
 	if err != nil {
 		return JoinResult{}, err
 	}
+	k := v.(joinKeys)
+	b, seats, meta, n := k.b, k.seats, k.meta, k.n
 	var maxSize int64
 	if t.MaxSize != nil {
 		maxSize = *t.MaxSize
@@ -483,15 +500,15 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 			return JoinResult{}, writeUnavailable(err, "joining %s; retry the join", id)
 		}
 	}
-	if r.Status == store.JoinJoined {
-		key := id + "/" + p.ID + "/" + shard.National
-		if _, seen := s.boards.Load(key); !seen {
-			if err := s.lifeBE.RegisterBoards(ctx, s.layout.Period(id, p.ID), []string{shard.National}); err == nil {
-				s.boards.Store(key, struct{}{})
-			}
-		}
-	}
 	return JoinResult{Joined: r.Status == store.JoinJoined, Size: r.Size, Period: p.ID}, nil
+}
+
+// joinKeys are what a join of one tournament period needs besides the
+// member: its national board, seats hash, shard 0 meta and shard count.
+type joinKeys struct {
+	b           shard.Board
+	seats, meta string
+	n           int
 }
 
 // tourGate is the gate of a tournament's writes on one board shard (nil:
