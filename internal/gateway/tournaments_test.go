@@ -407,3 +407,110 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestTournamentBoardReadsLikeAFamily: a tournament board reads exactly like
+// a configured family's board with the same rules and shards, fed the same
+// events (the property test holds the configured board to its reference):
+// top, every member's standing, offset and cursor pages, counts. Refused
+// events (not joined, out of attempts) and replays change nothing.
+func TestTournamentBoardReadsLikeAFamily(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, `  twin:
+    period: all
+    tie: first
+    rank: competition
+    dimensions:
+      national: {shards: 4}
+`)
+	tr := running("twin-cup", time.Now())
+	tr.Tie, tr.Rank, tr.Shards, tr.JoinRequired, tr.MaxAttempts = "first", "competition", ptr(4), true, ptr(int64(6))
+	mustCreate(t, svc, tr)
+	ctx := ctxT(t, 60*time.Second)
+	const users = 80
+	for i := range users {
+		if i%10 == 9 {
+			continue // never joins: its events are refused
+		}
+		if _, err := svc.Join(ctx, "twin-cup", fmt.Sprintf("m%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tries := map[string]int{}
+	for i := range 600 {
+		u := fmt.Sprintf("m%02d", (i*37+i/11)%users)
+		d := int64(1 + (i*13)%4)
+		id := fmt.Sprintf("e%d", i)
+		_, err := svc.ApplyEvent(ctx, sumEv(id, "twin-cup", u, d, nil))
+		switch {
+		case u[len(u)-1] == '9':
+			if rank.CodeOf(err) != rank.CodeNotJoined {
+				t.Fatalf("%s (never joined): %v", id, err)
+			}
+			continue
+		case tries[u] >= 6:
+			if rank.CodeOf(err) != rank.CodeAttemptsExhausted {
+				t.Fatalf("%s (%s out of attempts): %v", id, u, err)
+			}
+			continue
+		case err != nil:
+			t.Fatalf("%s: %v", id, err)
+		}
+		tries[u]++
+		mustApplyEvent(t, svc, sumEv(id, "twin", u, d, nil))
+		if i%5 == 0 { // a replay, on both
+			for _, fam := range []string{"twin-cup", "twin"} {
+				if res, err := svc.ApplyEvent(ctx, sumEv(id, fam, u, d, nil)); err != nil || !res.Duplicate {
+					t.Fatalf("replay of %s on %s: %+v, %v", id, fam, res, err)
+				}
+			}
+		}
+	}
+	fb, tb := nationalRef("twin", "all"), nationalRef("twin-cup", "current")
+	same := func(what string, a, b any) {
+		t.Helper()
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%s differ:\nfamily     %v\ntournament %v", what, a, b)
+		}
+	}
+	entries := func(p Page) []string {
+		var out []string
+		for _, e := range p.Entries {
+			out = append(out, fmt.Sprintf("%s:%d@%d#%d", e.User, e.Points, e.Position, e.Rank))
+		}
+		return out
+	}
+	ft, err1 := svc.Top(ctx, fb, 1000, primaryRead)
+	tt, err2 := svc.Top(ctx, tb, 1000, primaryRead)
+	if err1 != nil || err2 != nil || len(ft.Entries) < 50 {
+		t.Fatalf("top: %d entries, %v, %v", len(ft.Entries), err1, err2)
+	}
+	same("top", entries(ft), entries(tt))
+	for i := range users {
+		u := fmt.Sprintf("m%02d", i)
+		a, errA := svc.Member(ctx, fb, u, primaryRead)
+		b, errB := svc.Member(ctx, tb, u, primaryRead)
+		same("standing of "+u, fmt.Sprint(a.Points, a.Position, a.Rank, a.Members, a.Percentile, rank.CodeOf(errA)),
+			fmt.Sprint(b.Points, b.Position, b.Rank, b.Members, b.Percentile, rank.CodeOf(errB)))
+	}
+	for _, off := range []int{0, 7, 33} {
+		a, _ := svc.Entries(ctx, fb, PageQuery{Limit: 9, Offset: off, HasOffset: true}, primaryRead)
+		b, _ := svc.Entries(ctx, tb, PageQuery{Limit: 9, Offset: off, HasOffset: true}, primaryRead)
+		same(fmt.Sprintf("page at offset %d", off), entries(a), entries(b))
+	}
+	var ca, cb string
+	for range 4 {
+		a, err := svc.Entries(ctx, fb, PageQuery{Limit: 11, Cursor: ca}, primaryRead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := svc.Entries(ctx, tb, PageQuery{Limit: 11, Cursor: cb}, primaryRead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same("cursor page", entries(a), entries(b))
+		ca, cb = a.NextCursor, b.NextCursor
+	}
+	a, _ := svc.Count(ctx, fb, 3, 12, primaryRead)
+	b, _ := svc.Count(ctx, tb, 3, 12, primaryRead)
+	same("count", a.Count, b.Count)
+}
