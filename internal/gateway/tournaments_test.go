@@ -514,3 +514,40 @@ func TestTournamentBoardReadsLikeAFamily(t *testing.T) {
 	b, _ := svc.Count(ctx, tb, 3, 12, primaryRead)
 	same("count", a.Count, b.Count)
 }
+
+// TestTournamentColumns: a tournament with sort columns runs the gated
+// columns script: joins and attempts hold, columns order equal points.
+func TestTournamentColumns(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, tourFamilies)
+	tr := running("race-cup", time.Now())
+	tr.Aggregate, tr.JoinRequired, tr.MaxAttempts = "max", true, ptr(int64(2))
+	tr.Columns = []competition.Column{{Name: "time_ms", Order: "asc", Max: 86_400_000}}
+	mustCreate(t, svc, tr)
+	ctx := ctxT(t, 20*time.Second)
+	ev := func(id, u string, v, ms int64) error {
+		e := valEv(id, "race-cup", u, v, nil)
+		e.Columns = map[string]int64{"time_ms": ms}
+		_, err := svc.ApplyEvent(ctx, e)
+		return err
+	}
+	if err := ev("c0", "a", 10, 500); rank.CodeOf(err) != rank.CodeNotJoined {
+		t.Fatalf("before the join: %v", err)
+	}
+	for _, u := range []string{"a", "b"} {
+		if _, err := svc.Join(ctx, "race-cup", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range []struct {
+		id, u  string
+		v, ms  int64
+		reject rank.Code
+	}{{"c1", "a", 10, 500, ""}, {"c2", "b", 10, 400, ""}, {"c3", "a", 9, 100, ""}, {"c4", "a", 20, 100, rank.CodeAttemptsExhausted}} {
+		if err := ev(e.id, e.u, e.v, e.ms); rank.CodeOf(err) != e.reject {
+			t.Fatalf("%s: %v, want %q", e.id, err, e.reject)
+		}
+	}
+	// Equal points: b's lower time_ms ranks first.
+	wantTop(t, svc, nationalRef("race-cup", "current"), []userPts{{"b", 10}, {"a", 10}})
+}
