@@ -107,9 +107,29 @@ type Config struct {
 	Index Index
 	// Live bounds the server-sent event streams of GET {board}/live.
 	Live Live
+	// Tournaments: competitions created at run time (POST /v1/tournaments).
+	Tournaments Tournaments
 	// Families by name; FamilyNames lists the names sorted.
 	Families    map[string]*Family
 	FamilyNames []string
+}
+
+// Tournaments configures the families created at run time over the API.
+type Tournaments struct {
+	Enabled bool
+	// MaxActive bounds the tournaments not yet ended and not cancelled
+	// (upcoming ones count).
+	MaxActive int
+	// Defaults apply to a tournament that does not set them.
+	Defaults TournamentDefaults
+}
+
+// TournamentDefaults are a tournament's rules where its request is silent.
+type TournamentDefaults struct {
+	Shards    int
+	CacheTTL  time.Duration
+	Grace     time.Duration
+	Retention time.Duration // key TTL after archive
 }
 
 // Redis holds the connection settings.
@@ -332,8 +352,11 @@ type Family struct {
 	Period      string // hour | day | week | month | all | seasons | cron
 	// Seasons are the explicit windows of period: seasons, in order, not
 	// overlapping; Reset is the 5-field cron expression of period: cron.
-	Seasons   []period.Season
-	Reset     string
+	Seasons []period.Season
+	Reset   string
+	// Duration cuts each cron window short to [fire, fire + Duration)
+	// (recurring tournaments; not a key of the config file). 0: none.
+	Duration  time.Duration
 	Location  *time.Location
 	WeekStart time.Weekday
 	Grace     time.Duration // late-event window after the period ends
@@ -468,6 +491,8 @@ func Default() *Config {
 			PollInterval: 5 * time.Millisecond, PollIdle: 200 * time.Millisecond},
 		Live: Live{MaxSubscribers: 20_000, MaxPerToken: 100, Heartbeat: 15 * time.Second,
 			WriteTimeout: 10 * time.Second, MaxBehind: 30 * time.Second},
+		Tournaments: Tournaments{Enabled: true, MaxActive: 1000,
+			Defaults: TournamentDefaults{Shards: 1, CacheTTL: time.Second, Grace: 10 * time.Second, Retention: 1080 * time.Hour}},
 		Families: map[string]*Family{},
 	}
 }

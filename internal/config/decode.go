@@ -162,6 +162,22 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				"max_behind":      d.duration(&x.MaxBehind),
 			})
 		},
+		"tournaments": func(n *yaml.Node, key string) {
+			x := &c.Tournaments
+			d.fields(n, key, map[string]field{
+				"enabled":    d.bool(&x.Enabled),
+				"max_active": intField(d, &x.MaxActive),
+				"defaults": func(n *yaml.Node, key string) {
+					df := &x.Defaults
+					d.fields(n, key, map[string]field{
+						"shards":    intField(d, &df.Shards),
+						"cache_ttl": d.duration(&df.CacheTTL),
+						"grace":     d.duration(&df.Grace),
+						"retention": d.duration(&df.Retention),
+					})
+				},
+			})
+		},
 		"tracing": func(n *yaml.Node, key string) {
 			d.fields(n, key, map[string]field{"enabled": d.bool(&c.Tracing.Enabled)})
 		},

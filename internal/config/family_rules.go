@@ -64,7 +64,7 @@ func (f *Family) StoredMode() string {
 // expression parsed once). A spec Validate rejected is returned uncompiled:
 // its own Validate reports the problem.
 func (f *Family) PeriodSpec() period.Spec {
-	s := period.Spec{Kind: period.Kind(f.Period), Loc: f.Location, WeekStart: f.WeekStart, Seasons: f.Seasons, Reset: f.Reset}
+	s := period.Spec{Kind: period.Kind(f.Period), Loc: f.Location, WeekStart: f.WeekStart, Seasons: f.Seasons, Reset: f.Reset, Duration: f.Duration}
 	if c, err := s.Compile(); err == nil {
 		return c
 	}

@@ -102,6 +102,7 @@ func (c *Config) Validate() error {
 	c.validateAwards(v)
 	c.validateIndex(v)
 	c.validateLive(v)
+	c.validateTournaments(v)
 
 	c.FamilyNames = slices.Sorted(maps.Keys(c.Families))
 	if len(c.Families) == 0 {
@@ -337,6 +338,43 @@ func (c *Config) validateLive(v *validator) {
 	}
 }
 
+// maxActiveTournaments bounds tournaments.max_active.
+const maxActiveTournaments = 100_000
+
+func (c *Config) validateTournaments(v *validator) {
+	x := c.Tournaments
+	v.intRange("tournaments.max_active", x.MaxActive, 1, maxActiveTournaments)
+	v.intRange("tournaments.defaults.shards", x.Defaults.Shards, 1, maxShards)
+	if d := x.Defaults.CacheTTL; d < 0 || d > time.Minute {
+		v.errorf("tournaments.defaults.cache_ttl", "%s is out of range 0s..1m (0 disables the cache)", d)
+	}
+	if d := x.Defaults.Grace; d < 0 || d > 24*time.Hour {
+		v.errorf("tournaments.defaults.grace", "%s is out of range 0s..24h", d)
+	}
+	if d := x.Defaults.Retention; d <= 0 {
+		v.errorf("tournaments.defaults.retention", "%s must be > 0", d)
+	}
+}
+
+// CheckFamily validates a family built in code (a tournament's rules) the
+// way Validate checks a configured one, and fills its derived fields. Each
+// error is a *FieldError whose key is relative to the family ("aggregate",
+// "columns[0].max", "dimensions.national.shards").
+func CheckFamily(name string, f *Family) []*FieldError {
+	v := &validator{}
+	validateFamilyAt(v, "f", name, f)
+	out := make([]*FieldError, 0, len(v.errs))
+	for _, err := range v.errs {
+		fe, ok := err.(*FieldError)
+		if !ok {
+			fe = &FieldError{Msg: err.Error()}
+		}
+		key := strings.TrimPrefix(strings.TrimPrefix(fe.Key, "f"), ".")
+		out = append(out, &FieldError{Key: key, Msg: fe.Msg})
+	}
+	return out
+}
+
 func (c *Config) validateLimits(v *validator) {
 	l := c.Limits
 	v.intRange("limits.max_top", l.MaxTop, 1, maxTopCap)
@@ -427,7 +465,11 @@ func checkOrigin(o string) error {
 }
 
 func validateFamily(v *validator, name string, f *Family) {
-	p := "families." + name
+	validateFamilyAt(v, "families."+name, name, f)
+}
+
+// validateFamilyAt checks family name at key p.
+func validateFamilyAt(v *validator, p, name string, f *Family) {
 	if !familyNameRe.MatchString(name) {
 		v.errorf(p, "invalid family name %q: must match [a-z0-9_-]{1,32}", name)
 	}
@@ -562,9 +604,15 @@ func validatePeriodShape(v *validator, p string, f *Family) {
 		} else if err := period.ParseCron(f.Reset, f.Location); err != nil {
 			v.errorf(p+".reset", "%v", err)
 		}
+		if f.Duration < 0 {
+			v.errorf(p+".duration", "%s must be > 0", f.Duration)
+		}
 	default:
 		if f.Reset != "" {
 			v.errorf(p+".reset", "only used with period: cron")
+		}
+		if f.Duration != 0 {
+			v.errorf(p+".duration", "only used with period: cron")
 		}
 	}
 }

@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/rankgate/rankgate/internal/cache"
+	"github.com/rankgate/rankgate/internal/competition"
 
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/indexfeed"
@@ -108,6 +110,7 @@ type Backend interface {
 	HealthBackend
 	BanBackend
 	IndexBackend
+	TournamentBackend
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -149,6 +152,9 @@ type family struct {
 	// feedLen > 0: the family keeps a read index, and every write of its
 	// board shards appends to the shard's change feed (index.feed_len).
 	feedLen int64
+	// tour: the family is a tournament (created at run time); nil for a
+	// configured family.
+	tour *competition.Tournament
 }
 
 // Service implements every API operation.
@@ -160,6 +166,7 @@ type Service struct {
 	lifeBE   LifecycleBackend
 	healthBE HealthBackend
 	banBE    BanBackend
+	tourBE   TournamentBackend
 	layout   shard.Layout
 	log      *slog.Logger
 	now      func() time.Time
@@ -181,10 +188,14 @@ type Service struct {
 	writes       writeStrategy
 	ledgerWrites *ledgerWrites
 
-	periods sync.Map // "family/period" → map[string]int (recorded shard counts)
-	states  sync.Map // "family/period" → cachedState
-	boards  sync.Map // "family/period/dimension" → struct{} (registered in the period's set)
-	banned  banCache // this gateway's copy of the member bans (bans.go)
+	periods sync.Map  // "family/period" → map[string]int (recorded shard counts)
+	states  sync.Map  // "family/period" → cachedState
+	boards  sync.Map  // "family/period/dimension" → struct{} (registered in the period's set)
+	banned  banCache  // this gateway's copy of the member bans (bans.go)
+	tours   tourCache // this gateway's copy of the tournaments (tournaments.go)
+	// joinPrep coalesces the cold start of a join storm: one period state
+	// read, one period record, one board listing per tournament period.
+	joinPrep singleflight.Group
 
 	// index is the read index of the families with index.enabled (nil when
 	// none has it); RunIndex makes it follow.
@@ -210,7 +221,7 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
+		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, tourBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
 		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
 	}
@@ -291,8 +302,14 @@ func (s *Service) family(name string) (*family, error) {
 	if !rank.ValidFamily(name) {
 		return nil, rank.Invalid("family", "family must match [a-z0-9_-]{1,32}")
 	}
-	f, ok := s.families[name]
-	if !ok {
+	if f, ok := s.families[name]; ok {
+		return f, nil
+	}
+	f, err := s.lookupTournament(name)
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
 		return nil, rank.Errorf(rank.CodeUnknownFamily, "unknown family %q", name)
 	}
 	return f, nil

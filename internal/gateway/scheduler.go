@@ -125,8 +125,12 @@ func newSchedMetrics(reg prometheus.Registerer) (*schedMetrics, error) {
 	return m, nil
 }
 
-// HasLifecycle reports whether any family runs its lifecycle by schedule.
+// HasLifecycle reports whether any family runs its lifecycle by schedule
+// (tournaments, when on, always do).
 func (s *Service) HasLifecycle() bool {
+	if s.tournamentsOn() == nil {
+		return true
+	}
 	for _, f := range s.families {
 		if f.cfg.Lifecycle != nil {
 			return true
@@ -231,6 +235,16 @@ func (sc *Scheduler) Tick(ctx context.Context) time.Duration {
 			next = due
 		}
 		sc.m.overdue.WithLabelValues(f.cfg.Name).Set(overdue.Seconds())
+	}
+	// Tournaments, as the registry knows them now (no overdue gauge per
+	// tournament: their ids are unbounded label values).
+	for _, f := range sc.svc.tournamentFamilies(ctx) {
+		if ctx.Err() != nil {
+			return sc.tick
+		}
+		if due, _ := sc.family(ctx, f); !due.IsZero() && due.Before(next) {
+			next = due
+		}
 	}
 	for _, task := range sc.tasks {
 		if ctx.Err() != nil {

@@ -180,6 +180,9 @@ func (s *Service) archive(ctx context.Context, f *family, p period.Period) (Peri
 		for i := 0; i < n; i++ {
 			k := s.layout.Keys(b, i, n)
 			keys = append(keys, k.Z, k.M, k.Ev, k.Meta, k.Cols, k.Md, k.Feed)
+			if f.tour != nil {
+				keys = append(keys, shard.JoinsKey(k.Z), shard.AttemptsKey(k.Z))
+			}
 		}
 	}
 	if err := s.lifeBE.Expire(ctx, keys, f.cfg.Retention); err != nil {

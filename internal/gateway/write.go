@@ -186,6 +186,9 @@ func (w redisWrites) apply(ctx context.Context, plans []plan, shards map[string]
 			if c := p.fam.enc.Cols; c != nil {
 				w.HasCols, w.B, w.Columns = true, c.B, store.ColArgs(c, p.cols, p.fam.agg == "sum")
 			}
+			if p.fam.tour != nil && p.ev.Reverses == "" {
+				w.Gate = tourGate(p.fam, w.Keys.Z)
+			}
 			w.Metadata, w.KeepMetadata = string(p.ev.Metadata), true
 			writes = append(writes, w)
 		}
@@ -301,10 +304,19 @@ func (s *Service) planEvent(ev Event, now time.Time) plan {
 		return fail(err)
 	}
 	p.boards = boards
+	if why := tourClosed(f, at); why != "" {
+		p.late = "tournament_closed"
+		return fail(rank.Errorf(rank.CodePeriodClosed, "%s; the event is kept for review", why))
+	}
 	if !p.period.Contains(at) {
-		// Only seasons leave gaps: no season is open at `at`. The event is
-		// kept for review under the season before it (or the first one).
+		// Only seasons (and cron windows cut to a duration) leave gaps: no
+		// period is open at `at`. The event is kept for review under the
+		// period before it (or the first one).
 		p.late = "between_seasons"
+		if f.tour != nil {
+			return fail(rank.Errorf(rank.CodePeriodClosed, "tournament %s is not running at %s; the event is kept for review under period %s",
+				f.cfg.Name, at.UTC().Format(time.RFC3339), p.period.ID))
+		}
 		return fail(rank.Errorf(rank.CodePeriodClosed, "no season of %s is open at %s; the event is kept for review under season %s",
 			f.cfg.Name, at.UTC().Format(time.RFC3339), p.period.ID))
 	}
@@ -452,7 +464,7 @@ func (s *Service) recordLate(ctx context.Context, plans []plan, now time.Time) {
 // eventOutcome turns one event's board results into its answer.
 func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteResult, now time.Time) (EventResult, error) {
 	res := EventResult{EventID: p.ev.EventID, Period: p.period.ID, Duplicate: true, Boards: make([]BoardPoints, len(rs))}
-	var closed, unknown, reversed, notReversible, outOfRange int
+	var closed, unknown, reversed, notReversible, outOfRange, notJoined, exhausted int
 	var firstErr error
 	improvedAny, sawImprove := false, false
 	for j, r := range rs {
@@ -490,6 +502,10 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 			notReversible++
 		case store.StatusRange:
 			outOfRange++
+		case store.StatusNotJoined:
+			notJoined++
+		case store.StatusExhausted:
+			exhausted++
 		}
 		res.Boards[j] = bp
 	}
@@ -506,6 +522,12 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 			return EventResult{}, kept[0].err
 		}
 		return EventResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is frozen; the event is kept for review", p.period.ID, p.fam.cfg.Name)
+	case notJoined > 0:
+		return EventResult{}, rank.Errorf(rank.CodeNotJoined, "member %s has not joined tournament %s (POST /v1/tournaments/%s/join)",
+			p.ev.User, p.fam.cfg.Name, p.fam.cfg.Name)
+	case exhausted > 0:
+		return EventResult{}, rank.Errorf(rank.CodeAttemptsExhausted, "member %s has used all %d attempts in period %s of tournament %s",
+			p.ev.User, *p.fam.tour.MaxAttempts, p.period.ID, p.fam.cfg.Name)
 	case outOfRange > 0:
 		return EventResult{}, &rank.Error{Code: rank.CodeOutOfRange, Field: "delta",
 			Message: "points would leave ±max_points (" + strconv.FormatInt(p.fam.enc.MaxPoints, 10) + ") on " + strconv.Itoa(outOfRange) + " board(s)"}

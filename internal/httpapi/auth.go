@@ -343,6 +343,13 @@ var scopeRules = []scopeRule{
 	{method: http.MethodPost, path: "/v1/awards/{}/retry", scope: ScopeAdmin},
 	{path: "/v1/bans", prefix: true, scope: ScopeAdmin},
 	{method: http.MethodDelete, path: boardRule + "/members/{}", scope: ScopeAdmin},
+	// Tournaments: created and cancelled by the game's backend (admin),
+	// joined by whoever writes events (write), listed by readers.
+	{method: http.MethodPost, path: "/v1/tournaments", scope: ScopeAdmin},
+	{method: http.MethodDelete, path: "/v1/tournaments/{}", scope: ScopeAdmin},
+	{method: http.MethodPost, path: "/v1/tournaments/{}/join", scope: ScopeWrite},
+	{method: http.MethodGet, path: "/v1/tournaments", scope: ScopeRead},
+	{method: http.MethodGet, path: "/v1/tournaments/{}", scope: ScopeRead},
 	// Awards: a reward service that pulls lists them (read) and acknowledges
 	// what it took (write).
 	{method: http.MethodGet, path: "/v1/awards", scope: ScopeRead},

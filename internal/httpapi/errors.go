@@ -33,11 +33,13 @@ func statusOf(c rank.Code) int {
 		return http.StatusUnauthorized
 	case rank.CodeForbidden, rank.CodeMemberBanned:
 		return http.StatusForbidden
-	case rank.CodeUnknownFamily, rank.CodeUnknownBoard, rank.CodeNotRanked, rank.CodeUnknownEvent, rank.CodeNotFound:
+	case rank.CodeUnknownFamily, rank.CodeUnknownBoard, rank.CodeNotRanked, rank.CodeUnknownEvent, rank.CodeNotFound,
+		rank.CodeUnknownTournament:
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case rank.CodePeriodClosed, rank.CodeWrongSource:
+	case rank.CodePeriodClosed, rank.CodeWrongSource, rank.CodeAlreadyExists, rank.CodeTournamentFull,
+		rank.CodeNotJoined, rank.CodeAttemptsExhausted:
 		return http.StatusConflict
 	case rank.CodeSnapshotExpired:
 		return http.StatusGone

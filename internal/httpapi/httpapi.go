@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rankgate/rankgate/api"
+	"github.com/rankgate/rankgate/internal/competition"
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/ui"
@@ -90,12 +91,22 @@ type Moderation interface {
 	ListBans(ctx context.Context) (gateway.BanList, error)
 }
 
+// Competitions backs the tournament routes (tournaments.go).
+type Competitions interface {
+	CreateTournament(ctx context.Context, t competition.Tournament) (gateway.TournamentInfo, error)
+	Tournament(ctx context.Context, id string) (gateway.TournamentInfo, error)
+	Tournaments(ctx context.Context, state string) (gateway.TournamentList, error)
+	CancelTournament(ctx context.Context, id string) (gateway.TournamentInfo, error)
+	Join(ctx context.Context, id, user string) (gateway.JoinResult, error)
+}
+
 // Service is every part at once, plus readiness (GET /readyz).
 type Service interface {
 	Writes
 	Reads
 	Lifecycle
 	Moderation
+	Competitions
 	Ready(ctx context.Context) error
 }
 
@@ -160,6 +171,7 @@ type server struct {
 	reads   Reads
 	life    Lifecycle
 	mod     Moderation
+	comp    Competitions
 	ready   func(context.Context) error
 	log     *slog.Logger
 	metrics *metrics
@@ -207,7 +219,7 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{writes: svc, reads: svc, life: svc, mod: svc, ready: svc.Ready, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
+	s := &server{writes: svc, reads: svc, life: svc, mod: svc, comp: svc, ready: svc.Ready, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
 		lingerBytes: lingerBytes, lingerTime: lingerTime, openapi: doc}
 	s.families = opts.Families
 	s.liveOpts = opts.Live
@@ -306,6 +318,12 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("PUT /v1/bans/{member}", s.putBan)
 	api("DELETE /v1/bans/{member}", s.deleteBan)
 	api("GET /v1/bans", s.listBans)
+	// Competitions.
+	api("POST /v1/tournaments", s.createTournament)
+	api("GET /v1/tournaments", s.listTournaments)
+	api("GET /v1/tournaments/{id}", s.getTournament)
+	api("DELETE /v1/tournaments/{id}", s.cancelTournament)
+	api("POST /v1/tournaments/{id}/join", s.joinTournament)
 	// Service: open, not shed.
 	s.handle("GET /v1/openapi.json", s.adapt(s.openAPI))
 	s.handle("GET /healthz", s.adapt(s.healthz))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rankgate/rankgate/internal/competition"
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/rank"
 )
@@ -46,6 +47,8 @@ type fakeService struct {
 	freeze     func(context.Context, string, string) (gateway.PeriodDetail, error)
 	reviews    func(context.Context, string, string, int) (gateway.ReviewList, error)
 	settle     func(context.Context, string, string, int) (gateway.SettlementView, error)
+	createTour func(context.Context, competition.Tournament) (gateway.TournamentInfo, error)
+	join       func(context.Context, string, string) (gateway.JoinResult, error)
 }
 
 var _ Service = (*fakeService)(nil)
@@ -919,6 +922,11 @@ func TestErrorCodes(t *testing.T) {
 		{"not_found", rank.Errorf(rank.CodeNotFound, "nothing"), 404, rank.CodeNotFound, "nothing", ""},
 		{"period_closed", rank.Errorf(rank.CodePeriodClosed, "frozen"), 409, rank.CodePeriodClosed, "frozen", ""},
 		{"wrong_source", rank.Errorf(rank.CodeWrongSource, "projection family"), 409, rank.CodeWrongSource, "projection family", ""},
+		{"unknown_tournament", rank.Errorf(rank.CodeUnknownTournament, "no cup"), 404, rank.CodeUnknownTournament, "no cup", ""},
+		{"already_exists", rank.Errorf(rank.CodeAlreadyExists, "taken"), 409, rank.CodeAlreadyExists, "taken", ""},
+		{"tournament_full", rank.Errorf(rank.CodeTournamentFull, "full"), 409, rank.CodeTournamentFull, "full", ""},
+		{"not_joined", rank.Errorf(rank.CodeNotJoined, "join first"), 409, rank.CodeNotJoined, "join first", ""},
+		{"attempts_exhausted", rank.Errorf(rank.CodeAttemptsExhausted, "3 of 3"), 409, rank.CodeAttemptsExhausted, "3 of 3", ""},
 		{"snapshot_expired", rank.Errorf(rank.CodeSnapshotExpired, "gone"), 410, rank.CodeSnapshotExpired, "gone", ""},
 		{"ledger_required", rank.Errorf(rank.CodeLedgerRequired, "no ledger"), 412, rank.CodeLedgerRequired, "no ledger", ""},
 		{"too_large", rank.Errorf(rank.CodeTooLarge, "big"), 413, rank.CodeTooLarge, "big", ""},
@@ -1130,6 +1138,7 @@ func TestStatusOfCoversEveryCode(t *testing.T) {
 		rank.CodeUnknownEvent, rank.CodeNotFound, rank.CodePeriodClosed, rank.CodeWrongSource,
 		rank.CodeSnapshotExpired, rank.CodeLedgerRequired, rank.CodeTooLarge, rank.CodeOutOfRange,
 		rank.CodeUnavailable, CodeMethodNotAllowed, CodeRateLimited,
+		rank.CodeUnknownTournament, rank.CodeAlreadyExists, rank.CodeTournamentFull, rank.CodeNotJoined, rank.CodeAttemptsExhausted,
 	}
 	for _, c := range codes {
 		if s := statusOf(c); s == http.StatusInternalServerError || s < 400 {

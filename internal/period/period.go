@@ -78,6 +78,11 @@ type Spec struct {
 	WeekStart time.Weekday
 	Seasons   []Season
 	Reset     string
+	// Duration (Cron only, 0: none) cuts each window short: it ends at
+	// its start + Duration when that comes before the next fire, and the
+	// instants from there to the next fire belong to no period (a
+	// recurring tournament that runs an hour after each reset).
+	Duration time.Duration
 
 	cron *cronSched // set by Compile
 }
@@ -106,6 +111,9 @@ func (s Spec) Validate() error {
 	}
 	if s.Kind == Week && (s.WeekStart < time.Sunday || s.WeekStart > time.Saturday) {
 		return fmt.Errorf("invalid week start %d", s.WeekStart)
+	}
+	if s.Duration < 0 || (s.Duration > 0 && s.Kind != Cron) {
+		return fmt.Errorf("a window duration (%s) needs a cron spec and must be > 0", s.Duration)
 	}
 	switch s.Kind {
 	case Seasons:

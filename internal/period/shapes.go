@@ -82,6 +82,7 @@ type cronSched struct {
 	expr  string
 	sched cron.Schedule
 	loc   *time.Location
+	dur   time.Duration // Spec.Duration: windows cut short (0: none)
 	last  atomic.Pointer[Period]
 }
 
@@ -90,11 +91,11 @@ type cronSched struct {
 // are refused: windows follow the family's time zone and wall clock. An
 // expression that never fires is refused too.
 func ParseCron(expr string, loc *time.Location) error {
-	_, err := compileCron(expr, loc)
+	_, err := compileCron(expr, loc, 0)
 	return err
 }
 
-func compileCron(expr string, loc *time.Location) (*cronSched, error) {
+func compileCron(expr string, loc *time.Location, dur time.Duration) (*cronSched, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
@@ -114,7 +115,7 @@ func compileCron(expr string, loc *time.Location) (*cronSched, error) {
 		return nil, fmt.Errorf("cron expression %q is not a wall-clock schedule", expr)
 	}
 	spec.Location = loc
-	c := &cronSched{expr: expr, sched: spec, loc: loc}
+	c := &cronSched{expr: expr, sched: spec, loc: loc, dur: dur}
 	if c.sched.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, loc)).IsZero() {
 		return nil, fmt.Errorf("cron expression %q never fires", expr)
 	}
@@ -182,15 +183,26 @@ func (c *cronSched) prev(t time.Time) (time.Time, bool) {
 // fire with a later local minute.
 func (c *cronSched) window(start time.Time) Period {
 	id := c.id(start)
-	end := c.next(start)
-	for !end.IsZero() && c.id(end) <= id {
-		end = c.next(end)
+	end := c.fullEnd(start)
+	if c.dur > 0 && (end.IsZero() || start.Add(c.dur).Before(end)) {
+		end = start.Add(c.dur)
 	}
 	p := Period{ID: id, Start: start.In(c.loc)}
 	if !end.IsZero() {
 		p.End = end.In(c.loc)
 	}
 	return p
+}
+
+// fullEnd is where the window starting at the fire start would end without
+// a Duration: the next fire with a later local minute (zero: none).
+func (c *cronSched) fullEnd(start time.Time) time.Time {
+	id := c.id(start)
+	end := c.next(start)
+	for !end.IsZero() && c.id(end) <= id {
+		end = c.next(end)
+	}
+	return end
 }
 
 func (c *cronSched) at(t time.Time) Period {
@@ -219,7 +231,7 @@ func (c *cronSched) at(t time.Time) Period {
 func (s Spec) Compile() (Spec, error) {
 	switch s.Kind {
 	case Cron:
-		c, err := compileCron(s.Reset, s.loc())
+		c, err := compileCron(s.Reset, s.loc(), s.Duration)
 		if err != nil {
 			return s, err
 		}
@@ -236,7 +248,7 @@ func (s Spec) cronSched() *cronSched {
 	if s.cron != nil {
 		return s.cron
 	}
-	c, err := compileCron(s.Reset, s.loc())
+	c, err := compileCron(s.Reset, s.loc(), s.Duration)
 	if err != nil {
 		panic(fmt.Sprintf("period: cron spec %q: %v", s.Reset, err))
 	}
@@ -265,6 +277,14 @@ func (s Spec) Next(p Period) Period {
 		return s.At(time.Time{})
 	case Seasons:
 		return s.seasonBeside(p, +1)
+	case Cron:
+		if s.Duration > 0 {
+			// p.End lies in the gap before the next window.
+			if end := s.cronSched().fullEnd(p.Start); !end.IsZero() {
+				return s.At(end)
+			}
+			return Period{}
+		}
 	}
 	return s.At(p.End)
 }

@@ -235,3 +235,69 @@ func BenchmarkAtShapes(b *testing.B) {
 		})
 	}
 }
+
+// TestCronDuration: a cron spec with a Duration has windows [fire, fire +
+// Duration); instants in the gap to the next fire are in no period, and
+// Next and Prev step over the gap.
+func TestCronDuration(t *testing.T) {
+	t.Parallel()
+	s, err := Spec{Kind: Cron, Reset: "0 * * * *", Duration: 20 * time.Minute}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(v string) time.Time {
+		tt, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tt
+	}
+	tests := []struct {
+		title    string
+		t        string
+		id       string
+		end      string
+		contains bool
+	}{
+		{"at the fire", "2026-12-05T10:00:00Z", "20261205T1000", "2026-12-05T10:20:00Z", true},
+		{"inside", "2026-12-05T10:19:59Z", "20261205T1000", "2026-12-05T10:20:00Z", true},
+		{"at the cut", "2026-12-05T10:20:00Z", "20261205T1000", "2026-12-05T10:20:00Z", false},
+		{"in the gap", "2026-12-05T10:59:59Z", "20261205T1000", "2026-12-05T10:20:00Z", false},
+		{"next fire", "2026-12-05T11:00:00Z", "20261205T1100", "2026-12-05T11:20:00Z", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.title, func(t *testing.T) {
+			p := s.At(at(tc.t))
+			if p.ID != tc.id || !p.End.Equal(at(tc.end)) || p.Contains(at(tc.t)) != tc.contains {
+				t.Errorf("At(%s) = %s [%s, %s) contains %v; want %s ending %s contains %v",
+					tc.t, p.ID, p.Start, p.End, p.Contains(at(tc.t)), tc.id, tc.end, tc.contains)
+			}
+			if q, err := s.Parse(p.ID); err != nil || q != p {
+				t.Errorf("Parse(%s) = %+v, %v; want %+v", p.ID, q, err, p)
+			}
+		})
+	}
+	p := s.At(at("2026-12-05T10:05:00Z"))
+	if n := s.Next(p); n.ID != "20261205T1100" {
+		t.Errorf("Next(%s) = %s, want 20261205T1100", p.ID, n.ID)
+	}
+	if q := s.Prev(p); q.ID != "20261205T0900" || !q.End.Equal(at("2026-12-05T09:20:00Z")) {
+		t.Errorf("Prev(%s) = %s ending %s, want 20261205T0900 ending 09:20", p.ID, q.ID, q.End)
+	}
+	// A duration longer than the interval changes nothing.
+	long, err := Spec{Kind: Cron, Reset: "0 * * * *", Duration: 3 * time.Hour}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := long.At(at("2026-12-05T10:30:00Z")); !p.End.Equal(at("2026-12-05T11:00:00Z")) {
+		t.Errorf("a long duration cut the window: ends %s", p.End)
+	}
+	for _, bad := range []Spec{
+		{Kind: Cron, Reset: "0 * * * *", Duration: -time.Minute},
+		{Kind: Day, Duration: time.Minute},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil, want an error", bad)
+		}
+	}
+}

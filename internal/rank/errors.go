@@ -36,6 +36,13 @@ const (
 	CodeOutOfRange      Code = "out_of_range"
 	CodeUnavailable     Code = "unavailable"
 	CodeInternal        Code = "internal"
+
+	// Competitions (tournaments created at run time).
+	CodeUnknownTournament Code = "unknown_tournament"
+	CodeAlreadyExists     Code = "already_exists"
+	CodeTournamentFull    Code = "tournament_full"
+	CodeNotJoined         Code = "not_joined"
+	CodeAttemptsExhausted Code = "attempts_exhausted"
 )
 
 // Error is the one error type of rankgate. Field names the input at fault,

@@ -301,3 +301,29 @@ func (l Layout) Bans() BanKeys {
 	base := l.Prefix + ":{bans}:"
 	return BanKeys{All: base + "all", Version: base + "v"}
 }
+
+// JoinsKey returns the tournament joins hash (member → join time, unix ms)
+// of the board shard whose sorted set is z. Shard 0's holds every seat (its
+// length is the tournament's size, checked by the join script); on a board
+// of several shards each other shard's marks the joined members it holds,
+// so the gated write checks a join in its own slot.
+func JoinsKey(z string) string { return strings.TrimSuffix(z, "z") + "jn" }
+
+// AttemptsKey returns the tournament attempts hash (member → accepted
+// events) of the board shard whose sorted set is z.
+func AttemptsKey(z string) string { return strings.TrimSuffix(z, "z") + "at" }
+
+// TournamentKeys are the keys of the tournament registry; all share the
+// tag "{tournaments}": a small hash every gateway reads when the version
+// moves.
+type TournamentKeys struct {
+	Defs    string // HASH id → the tournament (JSON)
+	Active  string // ZSET id → when it stops counting against max_active (unix ms; +inf: never)
+	Version string // STRING counter: +1 at every change of Defs
+}
+
+// Tournaments returns the keys of the tournament registry.
+func (l Layout) Tournaments() TournamentKeys {
+	base := l.Prefix + ":{tournaments}:"
+	return TournamentKeys{Defs: base + "defs", Active: base + "active", Version: base + "v"}
+}

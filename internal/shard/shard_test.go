@@ -203,3 +203,30 @@ func TestSharedCachePrefixOwnsOnlyCacheKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestTournamentKeys(t *testing.T) {
+	t.Parallel()
+	l := Layout{Prefix: "rk"}
+	b := Board{Family: "spring-cup", Period: "20261205T1000", DimType: National}
+	k := l.Keys(b, 3, 8)
+	tests := []struct {
+		title, got, want string
+	}{
+		{"joins", JoinsKey(k.Z), "rk:{spring-cup:national:03}:20261205T1000:jn"},
+		{"attempts", AttemptsKey(k.Z), "rk:{spring-cup:national:03}:20261205T1000:at"},
+		{"defs", l.Tournaments().Defs, "rk:{tournaments}:defs"},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.title, tc.got, tc.want)
+		}
+	}
+	// The gate keys share the board shard's slot; the registry is one slot.
+	if Slot(JoinsKey(k.Z)) != Slot(k.Z) || Slot(AttemptsKey(k.Z)) != Slot(k.Ev) {
+		t.Error("joins or attempts leave the board shard's slot")
+	}
+	tk := l.Tournaments()
+	if Slot(tk.Defs) != Slot(tk.Active) || Slot(tk.Defs) != Slot(tk.Version) {
+		t.Error("tournament registry keys span slots")
+	}
+}

@@ -24,6 +24,22 @@ func script(shebang, name string) *redis.Script {
 	return redis.NewScript(shebang + "\n" + string(common) + "\n" + string(body))
 }
 
+// gatedScript assembles a tournament's gated write: gate_head.lua (takes the
+// gate's keys and arguments off KEYS and ARGV), the shared helpers, the
+// write body as a function, and gate_tail.lua (the join and attempt checks
+// around it). One script, one hash tag: the checks and the write are atomic.
+func gatedScript(name string) *redis.Script {
+	read := func(n string) string {
+		b, err := scriptFS.ReadFile("scripts/" + n)
+		if err != nil {
+			panic(err) // embedded at build time: cannot fail
+		}
+		return string(b)
+	}
+	return redis.NewScript("#!lua\n" + read("gate_head.lua") + "\n" + read("common.lua") +
+		"\nlocal function body()\n" + read(name) + "\nend\n" + read("gate_tail.lua"))
+}
+
 // The scripts, declared once. Read-only ones carry flags=no-writes so that
 // they may run with EVALSHA_RO on replicas.
 var (
@@ -40,6 +56,11 @@ var (
 	membersScript  = script("#!lua flags=no-writes", "members.lua")
 	unbanScript    = script("#!lua", "unban.lua")
 	deriveScript   = script("#!lua", "derive.lua")
+	// Tournaments: gated writes, joins, the registry.
+	gatedApplyScript   = gatedScript("apply.lua")
+	gatedColumnsScript = gatedScript("columns.lua")
+	joinScript         = script("#!lua", "join.lua")
+	tournamentScript   = script("#!lua", "tournament.lua")
 )
 
 // Scripts lists every script with its name, for preloading and tests.
@@ -49,5 +70,6 @@ func Scripts() map[string]*redis.Script {
 		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript, "swap": swapScript,
 		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
 		"unban": unbanScript, "derive": deriveScript,
+		"gated_apply": gatedApplyScript, "gated_columns": gatedColumnsScript, "join": joinScript, "tournament": tournamentScript,
 	}
 }

@@ -84,6 +84,14 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 						t.Fatalf("shard %d %s: keys %v do not end with the change feed %s", i, kd.name, got, k.Feed)
 					}
 				}
+				gate := &store.Gate{Joins: shard.JoinsKey(k.Z), Attempts: shard.AttemptsKey(k.Z), JoinRequired: true, MaxAttempts: 3}
+				groups = append(groups,
+					group{fmt.Sprintf("shard %d gated apply script", i), store.KeysOf(store.Write{Keys: k, Gate: gate, KeepMetadata: true, FeedLen: 100})},
+					group{fmt.Sprintf("shard %d gated columns script", i), store.KeysOf(store.Write{Keys: k, Gate: gate, HasCols: true})},
+					group{fmt.Sprintf("shard %d join script", i), []string{shard.JoinsKey(k.Z), k.Meta}})
+				if got := store.KeysOf(store.Write{Keys: k, Gate: gate}); got[len(got)-2] != gate.Joins || got[len(got)-1] != gate.Attempts {
+					t.Fatalf("shard %d: gated keys %v do not end with the joins and attempts hashes", i, got)
+				}
 				if got := store.KeysOf(store.Write{Keys: k, HasCols: true}); len(got) != 6 || got[4] != k.Cols || got[5] != k.Md {
 					t.Fatalf("shard %d: columns script keys %v do not name the cols and md hashes", i, got)
 				}
@@ -249,6 +257,15 @@ func TestScriptsDeclareKeysAndFlags(t *testing.T) {
 		{"columns", false, []string{ka.Z, ka.Ev, ka.M, ka.Meta, ka.Cols, ka.Md}, []string{ka.Z, ka.Ev, ka.M, ka.Meta, kb.Cols, ka.Md},
 			[]any{"apply", "e1", "u1", "sum", 5, 0, 0, 1000, 1, "r1", "0", "", "", 1, "sum", 3, 9, 1}},
 		{"members", true, []string{ka.Z, ka.Cols}, []string{ka.Z, kb.Cols}, []any{"u1", "u2"}},
+		// Tournaments: the gated writes carry the shard's joins and attempts
+		// hashes after their own keys; a join, the seats hash and meta.
+		{"gated_apply", false, []string{ka.Z, ka.Ev, ka.Meta, shard.JoinsKey(ka.Z), shard.AttemptsKey(ka.Z)},
+			[]string{ka.Z, ka.Ev, ka.Meta, shard.JoinsKey(kb.Z), shard.AttemptsKey(ka.Z)},
+			[]any{"e1", "u1", "sum", 5, 0, 0, 1000, 1, "r1", "0", "e1", "u1", "1", 3, "~gate"}},
+		{"gated_columns", false, []string{ka.Z, ka.Ev, ka.M, ka.Meta, ka.Cols, ka.Md, shard.JoinsKey(ka.Z), shard.AttemptsKey(ka.Z)},
+			[]string{ka.Z, ka.Ev, ka.M, ka.Meta, ka.Cols, ka.Md, shard.JoinsKey(ka.Z), shard.AttemptsKey(kb.Z)},
+			[]any{"apply", "e1", "u1", "sum", 5, 0, 0, 1000, 1, "r1", "0", "", "", 1, "sum", 3, 9, 1, "e1", "u1", "1", 3, "~gate"}},
+		{"join", false, []string{shard.JoinsKey(ka.Z), ka.Meta}, []string{shard.JoinsKey(ka.Z), kb.Meta}, []any{"u1", 10, 1000}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -34,6 +34,11 @@ const (
 	StatusStale WriteStatus = "stale"
 	// StatusAbsent: a removal of a member the board shard does not hold.
 	StatusAbsent WriteStatus = "absent"
+	// StatusNotJoined: a gated write (tournament with join required) of a
+	// member who has not joined; nothing changed.
+	StatusNotJoined WriteStatus = "notjoined"
+	// StatusExhausted: a gated write of a member who used every attempt.
+	StatusExhausted WriteStatus = "exhausted"
 )
 
 // parseStatus checks a script's first reply field against the statuses its
@@ -58,7 +63,7 @@ func parseStatus(kind WriteKind, s string) (WriteStatus, error) {
 		}
 	default:
 		switch st {
-		case StatusOK, StatusSame, StatusDup, StatusClosed, StatusRange:
+		case StatusOK, StatusSame, StatusDup, StatusClosed, StatusRange, StatusNotJoined, StatusExhausted:
 			return st, nil
 		}
 	}
@@ -69,7 +74,7 @@ func parseStatus(kind WriteKind, s string) (WriteStatus, error) {
 // WAIT must have seen it): refusals that wrote nothing are answered as they are.
 func (st WriteStatus) Stored() bool {
 	switch st {
-	case StatusClosed, StatusRange, StatusUnknown, StatusNotReversible:
+	case StatusClosed, StatusRange, StatusUnknown, StatusNotReversible, StatusNotJoined, StatusExhausted:
 		return false
 	}
 	return true

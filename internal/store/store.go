@@ -330,6 +330,17 @@ type Write struct {
 	// change to the shard's feed (Keys.Feed), trimmed to about FeedLen
 	// entries (XADD MAXLEN ~), atomically with the change.
 	FeedLen int64
+	// Gate (tournaments, KindApply only): the join and attempt checks run
+	// in the same script as the write (gated apply or columns).
+	Gate *Gate
+}
+
+// Gate is a tournament's per-member checks on one board shard: the joins
+// and attempts hashes are that shard's (shard.JoinsKey, AttemptsKey).
+type Gate struct {
+	Joins, Attempts string
+	JoinRequired    bool
+	MaxAttempts     int64 // 0: no bound
 }
 
 // ColArgs are a write's columns for columns.lua: in a sum family (sum) each
@@ -370,6 +381,12 @@ type WriteResult struct {
 }
 
 func (w Write) script() (*redis.Script, string) {
+	if w.gated() {
+		if w.HasCols {
+			return gatedColumnsScript, "gated_columns"
+		}
+		return gatedApplyScript, "gated_apply"
+	}
 	if w.HasCols {
 		return columnsScript, "columns"
 	}
@@ -388,8 +405,18 @@ func (w Write) script() (*redis.Script, string) {
 // keysArgs are the script's KEYS and ARGV, the change feed included.
 func (w Write) keysArgs() ([]string, []any) {
 	keys, args := w.ownKeysArgs()
-	return w.withFeed(keys, args)
+	keys, args = w.withFeed(keys, args)
+	if w.gated() {
+		// After the feed: gate_head.lua takes them off first.
+		keys = append(keys, w.Gate.Joins, w.Gate.Attempts)
+		args = append(args, w.EventID, w.Member, flag(w.Gate.JoinRequired), w.Gate.MaxAttempts, "~gate")
+	}
+	return keys, args
 }
+
+// gated: the write runs a tournament's checks (apply only: reversals,
+// projections and removals are never attempts).
+func (w Write) gated() bool { return w.Gate != nil && w.Kind == KindApply }
 
 // withFeed appends the change feed to a script call's KEYS (last) and ARGV
 // ('~feed', FeedLen last; common.lua) when the write keeps one.

@@ -1,0 +1,553 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rankgate/rankgate/internal/competition"
+	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/soon"
+	"github.com/rankgate/rankgate/internal/store"
+)
+
+// tourFamilies: one configured family beside the tournaments (the yardstick
+// and the id clash).
+const tourFamilies = `  weekly:
+    period: week
+    timezone: UTC
+    key_group: wk_group
+    dimensions:
+      national: {shards: 1}
+`
+
+// running is a one-shot tournament that started a minute ago and runs an
+// hour more.
+func running(id string, now time.Time) competition.Tournament {
+	start, end := now.Add(-time.Minute).UTC(), now.Add(time.Hour).UTC()
+	return competition.Tournament{ID: id, Start: &start, End: &end}
+}
+
+func mustCreate(t testing.TB, svc *Service, tr competition.Tournament) TournamentInfo {
+	t.Helper()
+	info, err := svc.CreateTournament(ctxT(t, 10*time.Second), tr)
+	if err != nil {
+		t.Fatalf("CreateTournament(%s): %v", tr.ID, err)
+	}
+	return info
+}
+
+// TestTournamentJoinStorm: 1000 concurrent joins for max_size 100 on a board
+// of 4 shards: exactly 100 get in, 900 are refused tournament_full, and the
+// seats agree with the size on every gateway read.
+func TestTournamentJoinStorm(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, tourFamilies)
+	tr := running("storm", time.Now())
+	tr.MaxSize, tr.Shards, tr.JoinRequired = ptr(int64(100)), ptr(4), true
+	mustCreate(t, svc, tr)
+	ctx := ctxT(t, 60*time.Second)
+	const n = 1000
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	joined := make([]bool, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			r, err := svc.Join(ctx, "storm", fmt.Sprintf("u%04d", i))
+			errs[i], joined[i] = err, r.Joined
+		})
+	}
+	close(start)
+	wg.Wait()
+	in, full := 0, 0
+	for i := range n {
+		switch {
+		case errs[i] == nil && joined[i]:
+			in++
+		case rank.CodeOf(errs[i]) == rank.CodeTournamentFull:
+			full++
+		default:
+			t.Errorf("join %d: joined %v, %v", i, joined[i], errs[i])
+		}
+	}
+	if in != 100 || full != 900 {
+		t.Fatalf("%d joined, %d full; want exactly 100 and 900", in, full)
+	}
+	info, err := svc.Tournament(ctx, "storm")
+	if err != nil || info.Size != 100 {
+		t.Fatalf("size %d, %v; want 100", info.Size, err)
+	}
+	// Every member who got in can write (its own shard knows the join), and
+	// one who did not cannot.
+	for i := range n {
+		ev := sumEv(fmt.Sprintf("e%d", i), "storm", fmt.Sprintf("u%04d", i), 1, nil)
+		_, err := svc.ApplyEvent(ctx, ev)
+		switch {
+		case joined[i] && err != nil:
+			t.Fatalf("member %d joined but its event failed: %v", i, err)
+		case !joined[i] && rank.CodeOf(err) != rank.CodeNotJoined:
+			t.Fatalf("member %d did not join; its event answered %v, want not_joined", i, err)
+		}
+	}
+	// Joining again is no new seat.
+	var again string
+	for i := range n {
+		if joined[i] {
+			again = fmt.Sprintf("u%04d", i)
+			break
+		}
+	}
+	if r, err := svc.Join(ctx, "storm", again); err != nil || r.Joined || r.Size != 100 {
+		t.Errorf("second join of %s: %+v, %v; want joined false, size 100", again, r, err)
+	}
+}
+
+// TestTournamentAttempts: concurrent events of one member never count more
+// than max_attempts; a replay of an accepted event is a duplicate, not an
+// attempt; a refused event changes nothing.
+func TestTournamentAttempts(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, tourFamilies)
+	tr := running("tries", time.Now())
+	tr.MaxAttempts, tr.JoinRequired, tr.Aggregate, tr.Shards = ptr(int64(3)), true, "max", ptr(2)
+	mustCreate(t, svc, tr)
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := svc.ApplyEvent(ctx, valEv("x0", "tries", "alice", 10, nil)); rank.CodeOf(err) != rank.CodeNotJoined {
+		t.Fatalf("event before the join: %v, want not_joined", err)
+	}
+	for _, u := range []string{"alice", "bob"} {
+		if _, err := svc.Join(ctx, "tries", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = svc.ApplyEvent(ctx, valEv(fmt.Sprintf("a%d", i), "tries", "alice", int64(100+i), nil))
+		})
+	}
+	wg.Wait()
+	var ok []int
+	for i, err := range errs {
+		switch rank.CodeOf(err) {
+		case "":
+			ok = append(ok, i)
+		case rank.CodeAttemptsExhausted:
+		default:
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	if len(ok) != 3 {
+		t.Fatalf("%d events of one member accepted concurrently, want exactly max_attempts 3", len(ok))
+	}
+	// A replay of an accepted event is a duplicate (not an attempt, not a
+	// refusal).
+	res, err := svc.ApplyEvent(ctx, valEv(fmt.Sprintf("a%d", ok[0]), "tries", "alice", int64(100+ok[0]), nil))
+	if err != nil || !res.Duplicate {
+		t.Fatalf("replay: %+v, %v; want a duplicate", res, err)
+	}
+	// The board holds the best of the three accepted values.
+	best := int64(0)
+	for _, i := range ok {
+		best = max(best, int64(100+i))
+	}
+	p := svc.familyPeriodOf(t, "tries")
+	wantTop(t, svc, nationalRef("tries", p), []userPts{{"alice", best}})
+	// Another member's attempts are its own; a value that does not improve
+	// still counts (it was an accepted attempt).
+	for i, v := range []int64{50, 40, 30} {
+		if _, err := svc.ApplyEvent(ctx, valEv(fmt.Sprintf("b%d", i), "tries", "bob", v, nil)); err != nil {
+			t.Fatalf("bob %d: %v", i, err)
+		}
+	}
+	if _, err := svc.ApplyEvent(ctx, valEv("b9", "tries", "bob", 99, nil)); rank.CodeOf(err) != rank.CodeAttemptsExhausted {
+		t.Fatalf("bob's fourth: %v, want attempts_exhausted", err)
+	}
+	wantTop(t, svc, nationalRef("tries", p), []userPts{{"alice", best}, {"bob", 50}})
+}
+
+// familyPeriodOf is the current period of a family.
+func (s *Service) familyPeriodOf(t *testing.T, name string) string {
+	t.Helper()
+	f, err := s.family(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.spec.At(s.now()).ID
+}
+
+// TestTournamentThreeGateways: created through one gateway, joined and
+// written through a second, read through a third — each within a second.
+func TestTournamentThreeGateways(t *testing.T) {
+	t.Parallel()
+	// Three gateways: each its own Service and Redis client, one key prefix.
+	var prefix string
+	g1 := newClusterServiceWith(t, tourFamilies, func(o *Options, _ *store.Store) { prefix = o.Config.Redis.Prefix })
+	same := func(o *Options, _ *store.Store) { o.Config.Redis.Prefix = prefix }
+	g2 := newClusterServiceWith(t, tourFamilies, same)
+	g3 := newClusterServiceWith(t, tourFamilies, same)
+	ctx := ctxT(t, 30*time.Second)
+	// The others have looked before it exists (their copy is the empty one).
+	for _, g := range []*Service{g2, g3} {
+		if _, err := g.Tournament(ctx, "cup3"); rank.CodeOf(err) != rank.CodeUnknownTournament {
+			t.Fatalf("before creation: %v", err)
+		}
+	}
+	tr := running("cup3", time.Now())
+	tr.JoinRequired, tr.MaxSize = true, ptr(int64(10))
+	mustCreate(t, g1, tr)
+	created := time.Now()
+	var joinedAt time.Time
+	soon.Eventually(t, time.Second, func() error {
+		if _, err := g2.Join(ctx, "cup3", "u1"); err != nil {
+			return err
+		}
+		joinedAt = time.Now()
+		return nil
+	})
+	mustApplyEvent(t, g2, sumEv("e1", "cup3", "u1", 7, nil))
+	soon.Eventually(t, time.Second, func() error {
+		page, err := g3.Top(ctx, nationalRef("cup3", "current"), 10, primaryRead)
+		if err != nil {
+			return err
+		}
+		if len(page.Entries) != 1 || page.Entries[0].User != "u1" || page.Entries[0].Points != 7 {
+			return fmt.Errorf("top %+v", page.Entries)
+		}
+		return nil
+	})
+	t.Logf("known through a second gateway %s after creation, read through a third %s after", joinedAt.Sub(created), time.Since(created))
+	// Cancelled through the third: the second refuses within a second.
+	if _, err := g3.CancelTournament(ctx, "cup3"); err != nil {
+		t.Fatal(err)
+	}
+	soon.Eventually(t, time.Second, func() error {
+		_, err := g2.ApplyEvent(ctx, sumEv(fmt.Sprintf("c%d", time.Now().UnixNano()), "cup3", "u1", 1, nil))
+		if rank.CodeOf(err) != rank.CodePeriodClosed {
+			return fmt.Errorf("event after cancel: %v", err)
+		}
+		return nil
+	})
+	if _, err := g1.Join(ctx, "cup3", "u2"); rank.CodeOf(err) != rank.CodePeriodClosed {
+		t.Fatalf("join after cancel: %v, want period_closed", err)
+	}
+	// The board stays readable.
+	wantTop(t, g1, nationalRef("cup3", "current"), []userPts{{"u1", 7}})
+}
+
+// TestTournamentRegistry: ids clash with families and other tournaments,
+// max_active bounds the running ones, unknown ids are 404, the list
+// filters by state.
+func TestTournamentRegistry(t *testing.T) {
+	t.Parallel()
+	svc := newClusterServiceWith(t, tourFamilies, func(o *Options, _ *store.Store) { o.Config.Tournaments.MaxActive = 2 })
+	ctx := ctxT(t, 20*time.Second)
+	now := time.Now()
+	for _, tc := range []struct {
+		title string
+		tr    competition.Tournament
+		code  rank.Code
+		field string
+	}{
+		{"a configured family", running("weekly", now), rank.CodeAlreadyExists, "id"},
+		{"a configured key group", running("wk_group", now), rank.CodeAlreadyExists, "id"},
+		{"max_size 0", func() competition.Tournament { tr := running("z", now); tr.MaxSize = ptr(int64(0)); return tr }(), rank.CodeInvalidArgument, "max_size"},
+	} {
+		_, err := svc.CreateTournament(ctx, tc.tr)
+		var re *rank.Error
+		if !errors.As(err, &re) || re.Code != tc.code || re.Field != tc.field {
+			t.Errorf("%s: %v, want %s on %s", tc.title, err, tc.code, tc.field)
+		}
+	}
+	mustCreate(t, svc, running("t1", now))
+	up := running("t2", now)
+	later := now.Add(24 * time.Hour)
+	up.Start = &later
+	up.End = ptr(later.Add(time.Hour))
+	mustCreate(t, svc, up)
+	if _, err := svc.CreateTournament(ctx, running("t1", now)); rank.CodeOf(err) != rank.CodeAlreadyExists {
+		t.Errorf("same id twice: %v", err)
+	}
+	if _, err := svc.CreateTournament(ctx, running("t3", now)); rank.CodeOf(err) != rank.CodeOutOfRange {
+		t.Errorf("a third active tournament with max_active 2: %v, want out_of_range", err)
+	}
+	if _, err := svc.CancelTournament(ctx, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, svc, running("t3", now)) // a cancelled one no longer counts
+	if _, err := svc.Tournament(ctx, "nope"); rank.CodeOf(err) != rank.CodeUnknownTournament {
+		t.Errorf("unknown: %v", err)
+	}
+	if _, err := svc.Join(ctx, "nope", "u1"); rank.CodeOf(err) != rank.CodeUnknownTournament {
+		t.Errorf("join unknown: %v", err)
+	}
+	if _, err := svc.ApplyEvent(ctx, sumEv("e1", "nope", "u1", 1, nil)); rank.CodeOf(err) != rank.CodeUnknownFamily {
+		t.Errorf("event to an unknown family: %v", err)
+	}
+	for state, want := range map[string][]string{"": {"t1", "t2", "t3"}, "active": {"t3"}, "upcoming": {"t2"}, "cancelled": {"t1"}, "ended": {}} {
+		l, err := svc.Tournaments(ctx, state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, x := range l.Tournaments {
+			got = append(got, x.ID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("state %q: %v, want %v", state, got, want)
+		}
+	}
+	// An upcoming tournament takes joins (for its first period) but no
+	// events yet.
+	if r, err := svc.Join(ctx, "t2", "u1"); err != nil || !r.Joined {
+		t.Errorf("join upcoming: %+v, %v", r, err)
+	}
+	if _, err := svc.ApplyEvent(ctx, sumEv("e2", "t2", "u1", 1, nil)); rank.CodeOf(err) != rank.CodePeriodClosed {
+		t.Errorf("event before start: %v, want period_closed", err)
+	}
+}
+
+// TestTournamentRecurring: a reset every hour with a 20-minute window opens
+// a new period per reset; events in the gap are refused, joins there go to
+// the next window, and joins count per period.
+func TestTournamentRecurring(t *testing.T) {
+	t.Parallel()
+	clock := newFlowClock(time.Date(2026, 12, 5, 10, 5, 0, 0, time.UTC))
+	svc := newClusterServiceWith(t, tourFamilies, func(o *Options, _ *store.Store) { o.Now = clock.Now })
+	ctx := ctxT(t, 20*time.Second)
+	start := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	mustCreate(t, svc, competition.Tournament{ID: "hourly", Reset: "0 * * * *", Duration: "20m", Start: &start,
+		JoinRequired: true, MaxSize: ptr(int64(1))})
+	r, err := svc.Join(ctx, "hourly", "u1")
+	if err != nil || r.Period != "20261205T1000" {
+		t.Fatalf("join at 10:05: %+v, %v", r, err)
+	}
+	if _, err := svc.Join(ctx, "hourly", "u2"); rank.CodeOf(err) != rank.CodeTournamentFull {
+		t.Fatalf("second seat of max_size 1: %v", err)
+	}
+	res := mustApplyEvent(t, svc, sumEv("e1", "hourly", "u1", 5, nil))
+	if res.Period != "20261205T1000" {
+		t.Fatalf("event period %s", res.Period)
+	}
+	clock.JumpTo(time.Date(2026, 12, 5, 10, 30, 0, 0, time.UTC)) // in the gap (past 10:20 + 10s grace)
+	if _, err := svc.ApplyEvent(ctx, sumEv("e2", "hourly", "u1", 5, nil)); rank.CodeOf(err) != rank.CodePeriodClosed {
+		t.Fatalf("event in the gap: %v, want period_closed", err)
+	}
+	r, err = svc.Join(ctx, "hourly", "u2") // the next window has its own seats
+	if err != nil || !r.Joined || r.Period != "20261205T1100" || r.Size != 1 {
+		t.Fatalf("join in the gap: %+v, %v; want a seat in 20261205T1100", r, err)
+	}
+	clock.JumpTo(time.Date(2026, 12, 5, 11, 1, 0, 0, time.UTC))
+	if _, err := svc.ApplyEvent(ctx, sumEv("e3", "hourly", "u1", 5, nil)); rank.CodeOf(err) != rank.CodeNotJoined {
+		t.Fatalf("u1 in the next period without a join: %v, want not_joined", err)
+	}
+	mustApplyEvent(t, svc, sumEv("e4", "hourly", "u2", 9, nil))
+	wantTop(t, svc, nationalRef("hourly", "20261205T1000"), []userPts{{"u1", 5}})
+	wantTop(t, svc, nationalRef("hourly", "current"), []userPts{{"u2", 9}})
+}
+
+// TestTournamentLifecycle: the scheduler freezes a tournament period at end
+// + grace and archives it (Redis-only mode), as for a configured family;
+// reads go on.
+func TestTournamentLifecycle(t *testing.T) {
+	t.Parallel()
+	clock := newFlowClock(time.Date(2026, 12, 5, 10, 30, 0, 0, time.UTC))
+	var st *store.Store
+	svc := newClusterServiceWith(t, tourFamilies, func(o *Options, s *store.Store) { o.Now, st = clock.Now, s })
+	ctx := ctxT(t, 30*time.Second)
+	start, end := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), time.Date(2026, 12, 5, 11, 0, 0, 0, time.UTC)
+	mustCreate(t, svc, competition.Tournament{ID: "final", Start: &start, End: &end,
+		Lifecycle: &competition.Lifecycle{Archive: &competition.Step{After: "1h"}}})
+	mustApplyEvent(t, svc, sumEv("e1", "final", "u1", 3, nil))
+	sched, err := svc.NewScheduler(SchedulerOptions{Lease: st.NewLease(svc.layout.Lease("lifecycle"), "gw-t", 5*time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "20261205T1000"
+	state := func() string {
+		d, err := svc.PeriodDetail(ctx, "final", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.State
+	}
+	sched.Tick(ctx)
+	if s := state(); s != "open" {
+		t.Fatalf("before the end: %s", s)
+	}
+	clock.JumpTo(end.Add(11 * time.Second)) // end + grace (10s)
+	sched.Tick(ctx)
+	if s := state(); s != "frozen" {
+		t.Fatalf("after end + grace: %s, want frozen", s)
+	}
+	if _, err := svc.Join(ctx, "final", "u2"); rank.CodeOf(err) != rank.CodePeriodClosed {
+		t.Errorf("join after the end: %v", err)
+	}
+	clock.JumpTo(end.Add(time.Hour + 12*time.Second))
+	sched.Tick(ctx)
+	if s := state(); s != "archived" {
+		t.Fatalf("an hour after the freeze: %s, want archived", s)
+	}
+	wantTop(t, svc, nationalRef("final", id), []userPts{{"u1", 3}})
+	if info, err := svc.Tournament(ctx, "final"); err != nil || info.State != competition.StateEnded || info.Period != id {
+		t.Errorf("ended tournament: %+v, %v", info, err)
+	}
+}
+
+// ctxT is a context that ends with the test, or after d.
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestTournamentBoardReadsLikeAFamily: a tournament board reads exactly like
+// a configured family's board with the same rules and shards, fed the same
+// events (the property test holds the configured board to its reference):
+// top, every member's standing, offset and cursor pages, counts. Refused
+// events (not joined, out of attempts) and replays change nothing.
+func TestTournamentBoardReadsLikeAFamily(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, `  twin:
+    period: all
+    tie: first
+    rank: competition
+    dimensions:
+      national: {shards: 4}
+`)
+	tr := running("twin-cup", time.Now())
+	tr.Tie, tr.Rank, tr.Shards, tr.JoinRequired, tr.MaxAttempts = "first", "competition", ptr(4), true, ptr(int64(6))
+	mustCreate(t, svc, tr)
+	ctx := ctxT(t, 60*time.Second)
+	const users = 80
+	for i := range users {
+		if i%10 == 9 {
+			continue // never joins: its events are refused
+		}
+		if _, err := svc.Join(ctx, "twin-cup", fmt.Sprintf("m%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tries := map[string]int{}
+	for i := range 600 {
+		u := fmt.Sprintf("m%02d", (i*37+i/11)%users)
+		d := int64(1 + (i*13)%4)
+		id := fmt.Sprintf("e%d", i)
+		_, err := svc.ApplyEvent(ctx, sumEv(id, "twin-cup", u, d, nil))
+		switch {
+		case u[len(u)-1] == '9':
+			if rank.CodeOf(err) != rank.CodeNotJoined {
+				t.Fatalf("%s (never joined): %v", id, err)
+			}
+			continue
+		case tries[u] >= 6:
+			if rank.CodeOf(err) != rank.CodeAttemptsExhausted {
+				t.Fatalf("%s (%s out of attempts): %v", id, u, err)
+			}
+			continue
+		case err != nil:
+			t.Fatalf("%s: %v", id, err)
+		}
+		tries[u]++
+		mustApplyEvent(t, svc, sumEv(id, "twin", u, d, nil))
+		if i%5 == 0 { // a replay, on both
+			for _, fam := range []string{"twin-cup", "twin"} {
+				if res, err := svc.ApplyEvent(ctx, sumEv(id, fam, u, d, nil)); err != nil || !res.Duplicate {
+					t.Fatalf("replay of %s on %s: %+v, %v", id, fam, res, err)
+				}
+			}
+		}
+	}
+	fb, tb := nationalRef("twin", "all"), nationalRef("twin-cup", "current")
+	same := func(what string, a, b any) {
+		t.Helper()
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%s differ:\nfamily     %v\ntournament %v", what, a, b)
+		}
+	}
+	entries := func(p Page) []string {
+		var out []string
+		for _, e := range p.Entries {
+			out = append(out, fmt.Sprintf("%s:%d@%d#%d", e.User, e.Points, e.Position, e.Rank))
+		}
+		return out
+	}
+	ft, err1 := svc.Top(ctx, fb, 1000, primaryRead)
+	tt, err2 := svc.Top(ctx, tb, 1000, primaryRead)
+	if err1 != nil || err2 != nil || len(ft.Entries) < 50 {
+		t.Fatalf("top: %d entries, %v, %v", len(ft.Entries), err1, err2)
+	}
+	same("top", entries(ft), entries(tt))
+	for i := range users {
+		u := fmt.Sprintf("m%02d", i)
+		a, errA := svc.Member(ctx, fb, u, primaryRead)
+		b, errB := svc.Member(ctx, tb, u, primaryRead)
+		same("standing of "+u, fmt.Sprint(a.Points, a.Position, a.Rank, a.Members, a.Percentile, rank.CodeOf(errA)),
+			fmt.Sprint(b.Points, b.Position, b.Rank, b.Members, b.Percentile, rank.CodeOf(errB)))
+	}
+	for _, off := range []int{0, 7, 33} {
+		a, _ := svc.Entries(ctx, fb, PageQuery{Limit: 9, Offset: off, HasOffset: true}, primaryRead)
+		b, _ := svc.Entries(ctx, tb, PageQuery{Limit: 9, Offset: off, HasOffset: true}, primaryRead)
+		same(fmt.Sprintf("page at offset %d", off), entries(a), entries(b))
+	}
+	var ca, cb string
+	for range 4 {
+		a, err := svc.Entries(ctx, fb, PageQuery{Limit: 11, Cursor: ca}, primaryRead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := svc.Entries(ctx, tb, PageQuery{Limit: 11, Cursor: cb}, primaryRead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same("cursor page", entries(a), entries(b))
+		ca, cb = a.NextCursor, b.NextCursor
+	}
+	a, _ := svc.Count(ctx, fb, 3, 12, primaryRead)
+	b, _ := svc.Count(ctx, tb, 3, 12, primaryRead)
+	same("count", a.Count, b.Count)
+}
+
+// TestTournamentColumns: a tournament with sort columns runs the gated
+// columns script: joins and attempts hold, columns order equal points.
+func TestTournamentColumns(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, tourFamilies)
+	tr := running("race-cup", time.Now())
+	tr.Aggregate, tr.JoinRequired, tr.MaxAttempts = "max", true, ptr(int64(2))
+	tr.Columns = []competition.Column{{Name: "time_ms", Order: "asc", Max: 86_400_000}}
+	mustCreate(t, svc, tr)
+	ctx := ctxT(t, 20*time.Second)
+	ev := func(id, u string, v, ms int64) error {
+		e := valEv(id, "race-cup", u, v, nil)
+		e.Columns = map[string]int64{"time_ms": ms}
+		_, err := svc.ApplyEvent(ctx, e)
+		return err
+	}
+	if err := ev("c0", "a", 10, 500); rank.CodeOf(err) != rank.CodeNotJoined {
+		t.Fatalf("before the join: %v", err)
+	}
+	for _, u := range []string{"a", "b"} {
+		if _, err := svc.Join(ctx, "race-cup", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range []struct {
+		id, u  string
+		v, ms  int64
+		reject rank.Code
+	}{{"c1", "a", 10, 500, ""}, {"c2", "b", 10, 400, ""}, {"c3", "a", 9, 100, ""}, {"c4", "a", 20, 100, rank.CodeAttemptsExhausted}} {
+		if err := ev(e.id, e.u, e.v, e.ms); rank.CodeOf(err) != e.reject {
+			t.Fatalf("%s: %v, want %q", e.id, err, e.reject)
+		}
+	}
+	// Equal points: b's lower time_ms ranks first.
+	wantTop(t, svc, nationalRef("race-cup", "current"), []userPts{{"b", 10}, {"a", 10}})
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/shard"
+)
+
+// JoinStatus is join.lua's answer.
+type JoinStatus string
+
+// Join statuses.
+const (
+	JoinJoined JoinStatus = "joined" // a new seat
+	JoinIn     JoinStatus = "in"     // already in
+	JoinFull   JoinStatus = "full"   // max size reached
+	JoinClosed JoinStatus = "closed" // the board is frozen or archived
+)
+
+// JoinResult is one join's answer: its status and the tournament's size
+// (seats taken) after it.
+type JoinResult struct {
+	Status JoinStatus
+	Size   int64
+}
+
+// Join takes a seat for member in one script on the seats hash (the joins
+// hash of the national board's shard 0) with that shard's meta: exactly
+// maxSize members get in under any concurrency (0: no bound).
+func (s *Store) Join(ctx context.Context, seats, meta, member string, maxSize, nowMs int64) (JoinResult, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	v, err := joinScript.Run(ctx, s.rw, []string{seats, meta}, member, maxSize, nowMs).Slice()
+	if err != nil {
+		return JoinResult{}, s.fail("join", fmt.Errorf("join of %s: %w", member, err))
+	}
+	if len(v) != 2 {
+		return JoinResult{}, fmt.Errorf("join: unexpected reply %v", v)
+	}
+	st, _ := v[0].(string)
+	n, _ := v[1].(int64)
+	switch r := (JoinResult{Status: JoinStatus(st), Size: n}); r.Status {
+	case JoinJoined, JoinIn, JoinFull, JoinClosed:
+		return r, nil
+	}
+	return JoinResult{}, fmt.Errorf("join: unexpected status %q", st)
+}
+
+// MarkJoined records a joined member in the joins hash of its own board
+// shard (boards of several shards: the gated write checks the join in its
+// slot). Idempotent.
+func (s *Store) MarkJoined(ctx context.Context, joins, member string, nowMs int64) error {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	if err := s.rw.HSetNX(ctx, joins, member, nowMs).Err(); err != nil {
+		return s.fail("join", fmt.Errorf("marking %s joined: %w", member, err))
+	}
+	return nil
+}
+
+// JoinSize returns how many seats a tournament period has taken (the
+// length of the seats hash).
+func (s *Store) JoinSize(ctx context.Context, seats string) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	n, err := s.rw.HLen(ctx, seats).Result()
+	if err != nil {
+		return 0, s.fail("join", fmt.Errorf("reading the size: %w", err))
+	}
+	return n, nil
+}
+
+// Registry statuses of tournament.lua.
+const (
+	RegistryCreated   = "created"
+	RegistryExists    = "exists"
+	RegistryLimit     = "limit"
+	RegistryCancelled = "cancelled"
+	RegistryUnknown   = "unknown"
+)
+
+// CreateTournament stores a new tournament (def: its JSON) when its id is
+// free and fewer than maxActive tournaments are active at nowMs; activeUntil
+// is when it stops counting (unix ms; nil: never). It answers the status
+// and, when created, the registry's new version (limit: the active count).
+func (s *Store) CreateTournament(ctx context.Context, k shard.TournamentKeys, id string, def []byte, activeUntil *int64, nowMs int64, maxActive int) (string, int64, error) {
+	until := "+inf"
+	if activeUntil != nil {
+		until = strconv.FormatInt(*activeUntil, 10)
+	}
+	return s.registry(ctx, k, "create", id, def, until, nowMs, maxActive)
+}
+
+// CancelTournament replaces a tournament's definition with its cancelled
+// form and stops counting it as active.
+func (s *Store) CancelTournament(ctx context.Context, k shard.TournamentKeys, id string, def []byte) (string, int64, error) {
+	return s.registry(ctx, k, "cancel", id, def)
+}
+
+func (s *Store) registry(ctx context.Context, k shard.TournamentKeys, op, id string, def []byte, more ...any) (string, int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	args := append([]any{op, id, def}, more...)
+	v, err := tournamentScript.Run(ctx, s.rw, []string{k.Defs, k.Active, k.Version}, args...).Slice()
+	if err != nil {
+		return "", 0, s.fail("tournament", fmt.Errorf("%s tournament %s: %w", op, id, err))
+	}
+	if len(v) != 2 {
+		return "", 0, fmt.Errorf("tournament: unexpected reply %v", v)
+	}
+	st, _ := v[0].(string)
+	n, _ := v[1].(int64)
+	return st, n, nil
+}
+
+// Tournaments returns every tournament (id → JSON) and the version they
+// belong to, read in one MULTI from the primary.
+func (s *Store) Tournaments(ctx context.Context, k shard.TournamentKeys) (map[string]string, int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	var all *redis.MapStringStringCmd
+	var v *redis.StringCmd
+	_, err := s.rw.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		v = p.Get(ctx, k.Version)
+		all = p.HGetAll(ctx, k.Defs)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, 0, s.fail("tournament", fmt.Errorf("reading the tournaments: %w", err))
+	}
+	ver, _ := v.Int64() // missing: 0
+	return all.Val(), ver, nil
+}
+
+// TournamentVersion returns the registry's version (0 before the first
+// tournament): what every gateway polls to learn that its copy is stale.
+func (s *Store) TournamentVersion(ctx context.Context, k shard.TournamentKeys) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	v, err := s.rw.Get(ctx, k.Version).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.fail("tournament", fmt.Errorf("reading the tournaments' version: %w", err))
+	}
+	return v, nil
+}
