@@ -387,6 +387,35 @@ export class RankgateClient {
     return this.send("retryAward", o, (init) => this.api.POST("/v1/awards/{key}/retry", { ...init, params: { path: { key } } }));
   }
 
+  // Tournaments: families created at run time (their id is the family of
+  // events and board routes).
+
+  /** Creates a tournament (admin; sent once: a retry of a create that went through answers `already_exists`). */
+  createTournament(t: Schemas["TournamentRequest"], o?: CallOptions) {
+    return this.send("createTournament", o, (init) => this.api.POST("/v1/tournaments", { ...init, body: t }));
+  }
+
+  /** The tournaments, by id; `state` filters them. */
+  listTournaments(q?: Query<"listTournaments">, o?: CallOptions) {
+    return this.send("listTournaments", o, (init) => this.api.GET("/v1/tournaments", { ...init, params: { query: q } }));
+  }
+
+  /** One tournament. */
+  getTournament(id: string, o?: CallOptions) {
+    return this.send("getTournament", o, (init) => this.api.GET("/v1/tournaments/{id}", { ...init, params: { path: { id } } }));
+  }
+
+  /** Cancels a tournament (admin; retried: cancelling again answers the cancelled tournament). */
+  cancelTournament(id: string, o?: CallOptions) {
+    return this.send("cancelTournament", o, (init) => this.api.DELETE("/v1/tournaments/{id}", { ...init, params: { path: { id } } }));
+  }
+
+  /** Seats a member in the tournament's running (or next) period (retried: a member already in answers `joined: false`). */
+  joinTournament(id: string, user: string, o?: CallOptions) {
+    return this.send("joinTournament", o, (init) =>
+      this.api.POST("/v1/tournaments/{id}/join", { ...init, params: { path: { id } }, body: { user } }));
+  }
+
   // Service routes (no token needed).
 
   /** The OpenAPI document, as JSON. */

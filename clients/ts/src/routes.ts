@@ -5,6 +5,9 @@
 // corrections (the gateway dedupes them by the ids a retry keeps),
 // projections, profiles and bans (PUTs of absolute values), reads, lookups,
 // and the idempotent period and award operations (freeze, settle, ack).
+// Tournaments: joins (a member already in answers joined: false) and
+// cancels are retried; a create is sent once (a retry of one that went
+// through would answer already_exists).
 // Everything else is sent once: snapshots, tickets, rebuilds, derives,
 // archives, review decisions, award retries, removals, lifting a ban, and
 // the readiness probe (a probe that retries hides what it probes).
@@ -56,6 +59,11 @@ export const routes = {
   listAwards: { method: "GET", path: "/v1/awards", idempotent: true },
   ackAward: { method: "POST", path: "/v1/awards/{key}/ack", idempotent: true },
   retryAward: { method: "POST", path: "/v1/awards/{key}/retry", idempotent: false },
+  createTournament: { method: "POST", path: "/v1/tournaments", idempotent: false },
+  listTournaments: { method: "GET", path: "/v1/tournaments", idempotent: true },
+  getTournament: { method: "GET", path: "/v1/tournaments/{id}", idempotent: true },
+  cancelTournament: { method: "DELETE", path: "/v1/tournaments/{id}", idempotent: true },
+  joinTournament: { method: "POST", path: "/v1/tournaments/{id}/join", idempotent: true },
   getOpenAPI: { method: "GET", path: "/v1/openapi.json", idempotent: true },
   healthz: { method: "GET", path: "/healthz", idempotent: true },
   readyz: { method: "GET", path: "/readyz", idempotent: false },

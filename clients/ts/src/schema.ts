@@ -588,6 +588,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tournaments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every tournament, by id */
+        get: operations["listTournaments"];
+        put?: never;
+        /**
+         * Create a tournament (a family created at run time)
+         * @description A tournament is a family whose boards, lifecycle and reads work as a configured family's, with its id as `{family}`. One-shot: `start` and `end` (one period, its id the start to the minute in UTC). Recurring: `reset` (5-field cron in `timezone`) and `duration`: a period opens at every fire and lasts `duration`; `start` (default now) and `end` (default none) bound the series. Every gateway knows it within 1 s. An id used by a family or another tournament (even a cancelled one): 409 `already_exists`; a bad rule: 400 `invalid_argument` naming the field; `tournaments.max_active` tournaments not ended and not cancelled already: 422 `out_of_range`. Redis-only mode; turned off (`tournaments.enabled: false`) or in ledger mode: 404 `not_found`.
+         */
+        post: operations["createTournament"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tournaments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One tournament with its state, size and period */
+        get: operations["getTournament"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a tournament
+         * @description No more joins or events (409 `period_closed`); the running period is frozen at once, its boards stay readable and its lifecycle runs on. Idempotent.
+         */
+        delete: operations["cancelTournament"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tournaments/{id}/join": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Join a tournament's running (or next) period
+         * @description Atomic against `max_size`: exactly `max_size` members get in under any concurrency. Already in: 200 with `joined: false`. Full: 409 `tournament_full`; ended, cancelled or frozen: 409 `period_closed`. A recurring tournament's joins count per period.
+         */
+        post: operations["joinTournament"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/awards": {
         parameters: {
             query?: never;
@@ -772,7 +834,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /** @enum {string} */
-        ErrorCode: "invalid_argument" | "invalid_cursor" | "offset_too_deep" | "unauthenticated" | "forbidden" | "member_banned" | "unknown_family" | "unknown_board" | "not_ranked" | "unknown_event" | "not_found" | "method_not_allowed" | "period_closed" | "wrong_source" | "snapshot_expired" | "ledger_required" | "too_large" | "out_of_range" | "rate_limited" | "unavailable" | "internal";
+        ErrorCode: "invalid_argument" | "invalid_cursor" | "offset_too_deep" | "unauthenticated" | "forbidden" | "member_banned" | "unknown_family" | "unknown_board" | "not_ranked" | "unknown_event" | "not_found" | "method_not_allowed" | "period_closed" | "wrong_source" | "snapshot_expired" | "ledger_required" | "too_large" | "out_of_range" | "rate_limited" | "unavailable" | "internal" | "unknown_tournament" | "already_exists" | "tournament_full" | "not_joined" | "attempts_exhausted";
         /** @description The one error shape. The mux's own 404 (`not_found`, no such path) and 405 (`method_not_allowed`, with `Allow`) use it too. */
         Error: {
             error: {
@@ -803,13 +865,13 @@ export interface components {
         ErrorNotFound: {
             error?: {
                 /** @enum {unknown} */
-                code?: "unknown_family" | "unknown_board" | "not_ranked" | "unknown_event" | "not_found";
+                code?: "unknown_family" | "unknown_board" | "not_ranked" | "unknown_event" | "not_found" | "unknown_tournament";
             };
         } & components["schemas"]["Error"];
         ErrorConflict: {
             error?: {
                 /** @enum {unknown} */
-                code?: "period_closed" | "wrong_source";
+                code?: "period_closed" | "wrong_source" | "already_exists" | "tournament_full" | "not_joined" | "attempts_exhausted";
             };
         } & components["schemas"]["Error"];
         ErrorGone: {
@@ -1398,6 +1460,145 @@ export interface components {
             /** @description The boards of the current periods the member was taken off, with the points it had. */
             removed: components["schemas"]["BoardPoints"][];
         };
+        TournamentRequest: {
+            /** @description [a-z0-9_-]{1,32}; not a configured family or key group, never reused. */
+            id: string;
+            title?: string;
+            /**
+             * @description Default sum.
+             * @enum {string}
+             */
+            aggregate?: "sum" | "max" | "min";
+            /**
+             * @description Default desc.
+             * @enum {string}
+             */
+            order?: "desc" | "asc";
+            /**
+             * @description Default member.
+             * @enum {string}
+             */
+            tie?: "member" | "first";
+            /**
+             * @description Default competition.
+             * @enum {string}
+             */
+            rank?: "ordinal" | "competition";
+            /**
+             * Format: date-time
+             * @description One-shot: required. Recurring: the series start (default now).
+             */
+            start?: string;
+            /**
+             * Format: date-time
+             * @description One-shot: required. Recurring: the series end (default none).
+             */
+            end?: string;
+            /** @description Recurring: a 5-field cron expression in `timezone`. */
+            reset?: string;
+            /** @description Recurring: how long each period runs (a Go duration, such as 1h). */
+            duration?: string;
+            /** @description Of `reset` (default UTC). */
+            timezone?: string;
+            /**
+             * Format: int64
+             * @description Seats per period (absent no bound).
+             */
+            max_size?: number;
+            /**
+             * Format: int64
+             * @description Accepted events per member and period (absent: no bound); a replay is not an attempt.
+             */
+            max_attempts?: number;
+            /** @description Events of a member who has not joined: 409 `not_joined`. */
+            join_required?: boolean;
+            /** @description Default tournaments.defaults.shards. */
+            shards?: number;
+            /** Format: int64 */
+            max_points?: number;
+            /** @description Late-event window after each period end (default tournaments.defaults.grace). */
+            grace?: string;
+            columns?: components["schemas"]["TournamentColumn"][];
+            lifecycle?: components["schemas"]["TournamentLifecycle"];
+            /** @description Free-form JSON object of at most 2048 bytes, returned as given. */
+            metadata?: Record<string, never>;
+        };
+        TournamentColumn: {
+            name: string;
+            /** @enum {string} */
+            order?: "asc" | "desc";
+            /** Format: int64 */
+            max: number;
+            /** @enum {string} */
+            aggregate?: "sum" | "last" | "max" | "min";
+        };
+        /** @description Freeze is automatic at each period end + grace; settle (ledger mode) and archive follow. */
+        TournamentLifecycle: {
+            settle?: {
+                /** @description Default 1m. */
+                after?: string;
+                /** @description Default 100. */
+                top?: number;
+            };
+            archive?: {
+                /** @description Default 24h. */
+                after?: string;
+            };
+        };
+        TournamentInfo: {
+            id: string;
+            title?: string;
+            aggregate: string;
+            order: string;
+            tie: string;
+            rank: string;
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end?: string;
+            reset?: string;
+            duration?: string;
+            timezone: string;
+            /** Format: int64 */
+            max_size?: number;
+            /** Format: int64 */
+            max_attempts?: number;
+            join_required?: boolean;
+            shards: number;
+            /** Format: int64 */
+            max_points?: number;
+            grace: string;
+            columns?: components["schemas"]["TournamentColumn"][];
+            lifecycle: components["schemas"]["TournamentLifecycle"];
+            metadata?: Record<string, never>;
+            /** Format: date-time */
+            created: string;
+            /** Format: date-time */
+            cancelled?: string;
+            /** @enum {string} */
+            state: "upcoming" | "active" | "ended" | "cancelled";
+            /**
+             * Format: int64
+             * @description Seats taken in `period`.
+             */
+            size: number;
+            /** @description The period running now, else the next one (ended: the last). */
+            period: string;
+            /** Format: date-time */
+            starts: string;
+            /** Format: date-time */
+            ends: string;
+        };
+        TournamentList: {
+            tournaments: components["schemas"]["TournamentInfo"][];
+        };
+        JoinResult: {
+            /** @description false: the member was in already. */
+            joined: boolean;
+            /** Format: int64 */
+            size: number;
+            period: string;
+        };
         BanList: {
             bans: components["schemas"]["Ban"][];
         };
@@ -1435,7 +1636,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorForbidden"];
             };
         };
-        /** @description `unknown_family`, `unknown_board`, `not_ranked`, `unknown_event`, `not_found`. */
+        /** @description `unknown_family`, `unknown_board`, `not_ranked`, `unknown_event`, `not_found`, `unknown_tournament`. */
         NotFound: {
             headers: {
                 [name: string]: unknown;
@@ -1444,7 +1645,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorNotFound"];
             };
         };
-        /** @description `period_closed` (frozen, or past its end + grace), `wrong_source`. */
+        /** @description `period_closed` (frozen, or past its end + grace; a tournament not running), `wrong_source`; tournaments: `already_exists`, `tournament_full`, `not_joined`, `attempts_exhausted`. */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -1520,6 +1721,8 @@ export interface components {
         };
     };
     parameters: {
+        /** @description A tournament id; unknown is 404 `unknown_tournament`. */
+        tournament: string;
         /** @description A configured family; unknown is 404 `unknown_family`. */
         family: string;
         /** @description The family's period id (`2026-W34`, `2026-08-20`, `2026-08`, `all`; hour `2026-12-01T10`, a season's own id, a cron window's start `20261207T0400`) or `current`. */
@@ -2847,6 +3050,169 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTournaments: {
+        parameters: {
+            query?: {
+                /** @description Only tournaments in this state. */
+                state?: "upcoming" | "active" | "ended" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TournamentList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createTournament: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TournamentRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TournamentInfo"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["OutOfRange"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTournament: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A tournament id; unknown is 404 `unknown_tournament`. */
+                id: components["parameters"]["tournament"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TournamentInfo"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelTournament: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A tournament id; unknown is 404 `unknown_tournament`. */
+                id: components["parameters"]["tournament"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cancelled tournament. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TournamentInfo"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    joinTournament: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A tournament id; unknown is 404 `unknown_tournament`. */
+                id: components["parameters"]["tournament"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    user: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JoinResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -97,7 +97,7 @@ const families = `families:
       national: {shards: 2}
 `;
 
-function config(addrs, prefix) {
+function config(addrs, prefix, ledger) {
   return `listen: "127.0.0.1:0"
 redis:
   addrs: [${addrs.map((a) => JSON.stringify(a)).join(", ")}]
@@ -106,10 +106,7 @@ redis:
   read_timeout: 1s
   write_timeout: 1s
   cluster_reload_interval: 1s
-ledger:
-  dsn_env: TS_LEDGER_DSN
-  commit_linger: 1ms
-auth:
+${ledger ? "ledger:\n  dsn_env: TS_LEDGER_DSN\n  commit_linger: 1ms\n" : ""}auth:
   tokens:
     - {token_env: TS_ADMIN_TOKEN, scopes: [read, write, admin]}
     - {token_env: TS_SLOW_TOKEN, scopes: [read, write], rate_per_second: 1, burst: 1}
@@ -156,14 +153,15 @@ function freshDatabase() {
  * exit) and restart() (stop, then start again on the same port, state kept).
  */
 export class Gateway {
-  static async start() {
+  /** ledger: false starts a Redis-only gateway (no PostgreSQL). */
+  static async start({ ledger = true } = {}) {
     const g = new Gateway();
     g.dir = mkdtempSync(join(tmpdir(), "rankgate-ts-"));
-    g.db = freshDatabase();
+    g.db = ledger ? freshDatabase() : null;
     g.prefix = "ts" + randomBytes(4).toString("hex");
     const addrs = process.env.RANKGATE_TEST_REDIS_CLUSTER.split(",").map((s) => s.trim()).filter(Boolean);
     g.cfg = join(g.dir, "rankgate.yaml");
-    writeFileSync(g.cfg, config(addrs, g.prefix));
+    writeFileSync(g.cfg, config(addrs, g.prefix, ledger));
     g.bin = gatewayBinary(g.dir);
     g.log = "";
     await g.#spawn("127.0.0.1:0");
@@ -173,7 +171,7 @@ export class Gateway {
   async #spawn(listen) {
     const ready = join(this.dir, "ready");
     rmSync(ready, { force: true });
-    const env = { ...process.env, TS_ADMIN_TOKEN: ADMIN_TOKEN, TS_SLOW_TOKEN: SLOW_TOKEN, TS_LEDGER_DSN: this.db.dsn };
+    const env = { ...process.env, TS_ADMIN_TOKEN: ADMIN_TOKEN, TS_SLOW_TOKEN: SLOW_TOKEN, TS_LEDGER_DSN: this.db?.dsn ?? "" };
     const p = spawn(this.bin, ["serve", "-config", this.cfg, "-listen", listen, "-ready-file", ready, "-log-format", "text", "-log-level", "warn"], {
       env,
       stdio: ["ignore", "ignore", "pipe"],
@@ -228,7 +226,7 @@ export class Gateway {
   async close() {
     await this.stop();
     try {
-      this.db.drop();
+      this.db?.drop();
     } finally {
       rmSync(this.dir, { recursive: true, force: true });
     }

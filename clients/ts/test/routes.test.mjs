@@ -26,7 +26,7 @@ test("the route table is the OpenAPI document's operations, one method each", ()
 
 test("retried routes: reads and the idempotent writes only", () => {
   const once = Object.entries(routes).filter(([, r]) => !r.idempotent).map(([id]) => id).sort();
-  assert.deepEqual(once, ["archivePeriod", "createSnapshot", "createTicket", "decideReview", "deleteBan", "derivePeriod",
+  assert.deepEqual(once, ["archivePeriod", "createSnapshot", "createTicket", "createTournament", "decideReview", "deleteBan", "derivePeriod",
     "getLive", "readyz", "rebuildBoard", "removeMember", "retryAward"].sort());
   for (const [id, r] of Object.entries(routes)) {
     if (r.method === "GET" && !["getLive", "readyz"].includes(id)) assert.ok(r.idempotent, `${id}: a read must be retried`);
