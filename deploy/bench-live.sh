@@ -6,13 +6,13 @@
 # (7360..7365) and one gateway with deploy/bench-live.yaml on a free loopback port (its
 # RLIMIT_NOFILE raised to the hard limit: K streams are K sockets), prefills MEMBERS
 # members, then runs the load tool's live scenario: for each K in KS, the phases
-# PHASES (writes alone, K live streams, K clients polling the same reads every second,
+# PHASES (a warm-up poll that loads every board, writes alone, K live streams, K clients polling the same reads every second,
 # …), DURATION each, with RATE events/s written open loop. It prints delivery delay
 # p50/p99, drops, gateway CPU per client (live ÷ poll, net of the writes), memory per
 # subscriber and Redis commands/s per phase and per K. The cluster and the gateway
 # are stopped at the end.
 #
-#   make bench-live                                 # K = 1000 and 3000, 20 s per phase (≈ 6 min)
+#   make bench-live                                 # K = 1000 and 3000, 20 s per phase (≈ 9 min)
 #   KS=1000 DURATION=10s make bench-live            # quick look
 #   KS=1000,5000 RATE=200 MEMBERS=20000 make bench-live
 set -euo pipefail
@@ -20,7 +20,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 BENCH_PORT=${BENCH_PORT:-7360}
 KS=${KS:-1000,3000}
-PHASES=${PHASES:-writes,live,poll,poll,live}
+PHASES=${PHASES:-warm,writes,live,poll,poll,live,writes}
 DURATION=${DURATION:-20s}
 RATE=${RATE:-100}
 MEMBERS=${MEMBERS:-10000}

@@ -53,7 +53,7 @@ func bindLiveFlags(fs interface {
 	IntVar(*int, string, int, string)
 }, l *liveFlags) {
 	fs.StringVar(&l.ks, "live", "", `live scenario: subscriber counts, e.g. "1000,5000" (each K runs -live-phases; -duration per phase, -rate writes/s)`)
-	fs.StringVar(&l.phases, "live-phases", "writes,live,poll,poll,live", "live scenario: phase order per K (live = streams, poll = the same reads polled every -live-interval, writes = the writes alone: the CPU the others are net of)")
+	fs.StringVar(&l.phases, "live-phases", "writes,live,poll,poll,live", "live scenario: phase order per K (live = streams, poll = the same reads polled every -live-interval, writes = the writes alone: the CPU the others are net of, warm = a poll phase left out of every summary: it makes the gateway load and follow every board the others read, so that no measured phase pays for that)")
 	fs.DurationVar(&l.interval, "live-interval", time.Second, "live scenario: the family's live.interval (the poll interval and the delay goal's base)")
 	fs.Float64Var(&l.topOnly, "live-top-only", 0.5, "live scenario: share of clients following the Top only (the others add member= and radius)")
 	fs.IntVar(&l.top, "live-top", 10, "live scenario: Top N of every client")
@@ -139,8 +139,8 @@ func runLive(ctx context.Context, sc *Scenario, c *cli, w *World, cfg *config.Co
 	}
 	var phases []string
 	for p := range strings.SplitSeq(c.live.phases, ",") {
-		if p = strings.TrimSpace(p); p != "live" && p != "poll" && p != "writes" {
-			return fmt.Errorf("-live-phases: %q is not live, poll or writes", p)
+		if p = strings.TrimSpace(p); p != "live" && p != "poll" && p != "writes" && p != "warm" {
+			return fmt.Errorf("-live-phases: %q is not live, poll, writes or warm", p)
 		}
 		phases = append(phases, p)
 	}
@@ -352,7 +352,7 @@ func (lr *liveRun) phase(ctx context.Context, kind string, k int) (livePhase, er
 			}()
 		}
 		ready.Wait()
-	case "poll":
+	case "poll", "warm":
 		for _, f := range fs {
 			wg.Add(1)
 			go func() {
