@@ -40,6 +40,7 @@ var (
 	membersScript  = script("#!lua flags=no-writes", "members.lua")
 	unbanScript    = script("#!lua", "unban.lua")
 	deriveScript   = script("#!lua", "derive.lua")
+	rateScript     = script("#!lua", "rate.lua")
 )
 
 // Scripts lists every script with its name, for preloading and tests.
@@ -48,6 +49,6 @@ func Scripts() map[string]*redis.Script {
 		"apply": applyScript, "reverse": reverseScript, "project": projectScript, "remove": removeScript,
 		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript, "swap": swapScript,
 		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
-		"unban": unbanScript, "derive": deriveScript,
+		"unban": unbanScript, "derive": deriveScript, "rate": rateScript,
 	}
 }
