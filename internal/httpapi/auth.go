@@ -36,7 +36,8 @@ const (
 
 // JWTVerifier checks player tokens (*player.Verifier).
 type JWTVerifier interface {
-	Verify(token string) (player.Claims, error)
+	// VerifyHashed checks token; h is its SHA-256.
+	VerifyHashed(token string, h [sha256.Size]byte) (player.Claims, error)
 }
 
 var _ JWTVerifier = (*player.Verifier)(nil)
@@ -305,8 +306,8 @@ func (a *Auth) authenticate(r *http.Request) (Principal, bool) {
 	if !ok {
 		return Principal{}, false
 	}
+	sum := sha256.Sum256([]byte(secret))
 	if len(a.tokens) > 0 {
-		sum := sha256.Sum256([]byte(secret))
 		found := -1
 		for i := range a.tokens {
 			eq := subtle.ConstantTimeCompare(sum[:], a.tokens[i].hash[:])
@@ -320,7 +321,7 @@ func (a *Auth) authenticate(r *http.Request) (Principal, bool) {
 	if a.jwt == nil {
 		return Principal{}, false
 	}
-	c, err := a.jwt.Verify(secret)
+	c, err := a.jwt.VerifyHashed(secret, sum)
 	if err != nil {
 		return Principal{}, false
 	}
@@ -331,11 +332,7 @@ func (a *Auth) authenticate(r *http.Request) (Principal, bool) {
 // ("jwt:" and the subject, or the member without one) names it in logs and
 // counts its live streams (live.max_per_token).
 func playerPrincipal(c player.Claims) Principal {
-	id := c.Subject
-	if id == "" {
-		id = c.Member
-	}
-	return Principal{Token: "jwt:" + id, Scopes: c.Scopes, Player: true, Member: c.Member, Expires: c.Expires}
+	return Principal{Token: c.Name, Scopes: c.Scopes, Player: true, Member: c.Member, Expires: c.Expires}
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" value

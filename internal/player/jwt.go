@@ -96,6 +96,9 @@ type Claims struct {
 	Member  string // from the member claim, a valid member id
 	Scopes  []string
 	Expires time.Time
+	// Name names the token holder in logs and per-token bounds: "jwt:"
+	// and the subject, or the member when there is no subject.
+	Name string
 }
 
 // Has reports whether the claims carry scope.
@@ -349,11 +352,19 @@ func (v *Verifier) FilesChanged() bool {
 // when configured; a valid member in the member claim. Any failure is
 // ErrInvalid.
 func (v *Verifier) Verify(token string) (Claims, error) {
-	st := v.st.Load()
-	now := v.now()
 	var h [sha256.Size]byte
 	if v.cache != nil {
 		h = sha256.Sum256([]byte(token))
+	}
+	return v.VerifyHashed(token, h)
+}
+
+// VerifyHashed is Verify for a caller that has the token's SHA-256 already
+// (the static-token compare hashes every bearer token): the cache key.
+func (v *Verifier) VerifyHashed(token string, h [sha256.Size]byte) (Claims, error) {
+	st := v.st.Load()
+	now := v.now()
+	if v.cache != nil {
 		if c, ok := v.cache.get(h, st.gen, now); ok {
 			return c, nil
 		}
@@ -405,7 +416,10 @@ func (v *Verifier) verify(st *state, token string) (Claims, string) {
 	if !rank.ValidMember(tc.member) {
 		return Claims{}, "member"
 	}
-	c := Claims{Subject: tc.Subject, Member: tc.member, Scopes: tc.Scope.known()}
+	c := Claims{Subject: tc.Subject, Member: tc.member, Scopes: tc.Scope.known(), Name: "jwt:" + tc.Subject}
+	if tc.Subject == "" {
+		c.Name = "jwt:" + tc.member
+	}
 	if tc.ExpiresAt != nil {
 		c.Expires = tc.ExpiresAt.Time
 	}
