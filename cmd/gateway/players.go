@@ -18,8 +18,8 @@ import (
 )
 
 // jwtOptions turns auth.jwt into the verifier's options, reading each HS256
-// secret from its env var: an unset, empty or short secret is an error
-// naming its key (the message never holds the value).
+// secret from its env var: an unset or empty one is an error naming its key
+// (the message never holds the value); a short one the verifier refuses.
 func jwtOptions(j *config.JWT, getenv func(string) string, now func() time.Time) (player.Options, error) {
 	o := player.Options{Issuer: j.Issuer, Audience: j.Audience, MemberClaim: j.MemberClaim, ClockSkew: j.ClockSkew, Now: now}
 	var errs []error
@@ -27,15 +27,11 @@ func jwtOptions(j *config.JWT, getenv func(string) string, now func() time.Time)
 		pk := player.Key{Kid: k.Kid, Alg: k.Alg, PublicKeyFile: k.PublicKeyFile}
 		if k.Alg == config.AlgHS256 {
 			sec := k.Secret(getenv)
-			switch {
-			case sec == "":
+			if sec == "" {
 				errs = append(errs, fmt.Errorf("auth.jwt.keys[%d].secret_env: environment variable %s is empty or unset; it must hold the HS256 secret", i, k.SecretEnv))
 				continue
-			case len(sec) < config.MinJWTSecretBytes:
-				errs = append(errs, fmt.Errorf("auth.jwt.keys[%d].secret_env: the secret in %s has %d bytes; at least %d are required", i, k.SecretEnv, len(sec), config.MinJWTSecretBytes))
-				continue
 			}
-			pk.Secret = []byte(sec)
+			pk.Secret = []byte(sec) // its length is the verifier's check (player.MinSecretBytes)
 		}
 		o.Keys = append(o.Keys, pk)
 	}

@@ -239,9 +239,6 @@ const (
 	AlgEdDSA = "EdDSA"
 )
 
-// MinJWTSecretBytes is the shortest HS256 secret accepted.
-const MinJWTSecretBytes = 32
-
 // Secret returns the HS256 secret from the env var SecretEnv names. A nil
 // getenv means os.Getenv.
 func (k JWTKey) Secret(getenv func(string) string) string {
