@@ -73,7 +73,10 @@ func TestJWTKeysReloadOnSIGHUP(t *testing.T) {
 	t.Cleanup(func() { signal.Stop(held) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); reloadKeys(ctx, v, path, getenv, time.Now, 0, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		defer close(done)
+		reloadKeys(ctx, v, path, getenv, time.Now, 0, slog.New(slog.DiscardHandler))
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 
 	writeConfig("      - {kid: k2, alg: HS256, secret_env: S2}")

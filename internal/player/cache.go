@@ -54,9 +54,3 @@ func (t *tokenCache) clear() {
 	clear(t.m)
 	t.mu.Unlock()
 }
-
-func (t *tokenCache) len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.m)
-}
