@@ -105,7 +105,8 @@ FUZZ_TARGETS := \
 	./internal/period:FuzzParse \
 	./internal/gateway:FuzzDecodeCursor \
 	./internal/httpapi:FuzzEventJSON \
-	./internal/httpapi:FuzzFastEventSameAsStrict
+	./internal/httpapi:FuzzFastEventSameAsStrict \
+	./internal/httpapi:FuzzAuthorizationHeader
 
 fuzz: ## run every fuzz target for FUZZTIME (default 500000x executions) each
 	@for t in $(FUZZ_TARGETS); do \

@@ -29,6 +29,7 @@ import (
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/httpapi"
 	"github.com/rankgate/rankgate/internal/live"
+	"github.com/rankgate/rankgate/internal/player"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/telemetry"
 )
@@ -244,8 +245,8 @@ func dialRedis(ctx context.Context, cfg *config.Config, getenv func(string) stri
 // from its env var (an empty one stops the start, naming its key). No tokens:
 // nil, the API is open, which config validation allows on loopback only.
 // It also accepts the tickets of POST /v1/tickets on the live routes.
-func newAuth(cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer, tickets *httpapi.Tickets) (func(http.Handler) http.Handler, error) {
-	if len(cfg.Auth.Tokens) == 0 {
+func newAuth(cfg *config.Config, getenv func(string) string, log *slog.Logger, reg prometheus.Registerer, tickets *httpapi.Tickets, verifier *player.Verifier) (func(http.Handler) http.Handler, error) {
+	if len(cfg.Auth.Tokens) == 0 && verifier == nil {
 		if !cfg.ListenIsLoopback() {
 			return nil, fmt.Errorf("auth.tokens: required: listen %q is not loopback-only", cfg.Listen)
 		}
@@ -259,7 +260,11 @@ func newAuth(cfg *config.Config, getenv func(string) string, log *slog.Logger, r
 	for i, t := range cfg.Auth.Tokens {
 		tokens[i] = httpapi.Token{Name: t.TokenEnv, Secret: secrets[i], Scopes: t.Scopes, RatePerSecond: t.RatePerSecond, Burst: t.Burst}
 	}
-	a, err := httpapi.NewAuth(httpapi.AuthOptions{Tokens: tokens, Logger: log, Registerer: reg, Tickets: tickets})
+	opts := httpapi.AuthOptions{Tokens: tokens, Logger: log, Registerer: reg, Tickets: tickets}
+	if verifier != nil {
+		opts.JWT = verifier
+	}
+	a, err := httpapi.NewAuth(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -283,9 +288,16 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 	if err != nil {
 		return err
 	}
-	auth, err := newAuth(cfg, getenv, log, reg, tickets)
+	verifier, err := newVerifier(cfg, getenv, now, reg)
 	if err != nil {
 		return err
+	}
+	auth, err := newAuth(cfg, getenv, log, reg, tickets, verifier)
+	if err != nil {
+		return err
+	}
+	if verifier != nil {
+		go reloadKeys(ctx, verifier, f.config, getenv, now, cfg.Auth.JWT.ReloadInterval, log)
 	}
 
 	tr, tp, flushSpans, err := startTracing(ctx, cfg, getenv, log)
@@ -299,6 +311,10 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		return err
 	}
 	defer closeStore()
+	players, err := newPlayerGate(cfg, st)
+	if err != nil {
+		return err
+	}
 	led, closeLedger, err := openLedger(ctx, cfg, getenv, log, reg, tp)
 	if err != nil {
 		return err
@@ -347,8 +363,8 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		MaxInflight: cfg.Server.MaxInflight, RequestTimeout: cfg.Server.RequestTimeout,
 		Families: httpapi.ConfigFamilies(cfg), TracerProvider: tp, Propagator: tr.Propagator,
 		CORS:    httpapi.CORSOptions{AllowedOrigins: cfg.Server.CORS.AllowedOrigins, MaxAge: cfg.Server.CORS.MaxAge},
-		Tickets: tickets,
-		Live:    httpapi.LiveOptions{Hub: hub, Heartbeat: cfg.Live.Heartbeat, WriteTimeout: cfg.Live.WriteTimeout}})
+		Tickets: tickets, Players: players,
+		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: cfg.Live.Heartbeat, WriteTimeout: cfg.Live.WriteTimeout}})
 	if err != nil {
 		return err
 	}
@@ -373,7 +389,7 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 	srv.RegisterOnShutdown(hub.Close)
 	mode := svc.Mode()
 	log.Info("rankgate serving", "addr", ln.Addr().String(), "redis", cfg.Redis.Addrs, "families", cfg.FamilyNames, "mode", mode,
-		"auth_tokens", len(cfg.Auth.Tokens))
+		"auth_tokens", len(cfg.Auth.Tokens), "auth_jwt", verifier != nil)
 	if f.ready != "" {
 		if err := os.WriteFile(f.ready, []byte(ln.Addr().String()), 0o644); err != nil {
 			ln.Close()

@@ -66,6 +66,8 @@ const (
 	ScopeRead  = "read"
 	ScopeWrite = "write"
 	ScopeAdmin = "admin"
+	// ScopeAwards: an award consumer (lists the outbox, acknowledges).
+	ScopeAwards = "awards"
 
 	// DimNational is the dimension every family has; it takes no value.
 	DimNational = "national"
@@ -220,6 +222,47 @@ type Auth struct {
 	// Tickets are the single-use stand-ins for a token that a browser's
 	// EventSource, which cannot send headers, passes as ?ticket=.
 	Tickets Tickets
+	// JWT accepts player tokens minted by the game's backend; nil: none.
+	JWT *JWT
+}
+
+// JWT configures player tokens (auth.jwt).
+type JWT struct {
+	Issuer   string // checked when set
+	Audience string // checked when set
+	// MemberClaim names the claim that holds the member (default sub).
+	MemberClaim string
+	// ClockSkew is the leeway of exp, nbf and iat.
+	ClockSkew time.Duration
+	// Keys are the verification keys, several at once for rotation; a
+	// token's kid picks one.
+	Keys []JWTKey
+	// ReloadInterval is how often the public key files are checked for a
+	// change (they are also re-read on SIGHUP); 0: only on SIGHUP.
+	ReloadInterval time.Duration
+}
+
+// JWTKey is one verification key: an HS256 secret from an env var, or an
+// ES256, RS256 or EdDSA public key from a PEM file.
+type JWTKey struct {
+	Kid           string
+	Alg           string
+	SecretEnv     string
+	PublicKeyFile string
+}
+
+// JWT algorithms.
+const (
+	AlgHS256 = "HS256"
+	AlgES256 = "ES256"
+	AlgRS256 = "RS256"
+	AlgEdDSA = "EdDSA"
+)
+
+// Secret returns the HS256 secret from the env var SecretEnv names. A nil
+// getenv means os.Getenv.
+func (k JWTKey) Secret(getenv func(string) string) string {
+	return strings.TrimSpace(lookup(k.SecretEnv, getenv))
 }
 
 // Tickets configures POST /v1/tickets.
@@ -289,6 +332,15 @@ type FamilyLive struct {
 	// Interval: each board and query shape is computed at most once per
 	// interval, and a subscriber gets at most one update per interval.
 	Interval time.Duration
+}
+
+// ClientWrites bounds the events of player tokens (write:self) in a family.
+type ClientWrites struct {
+	// MaxDelta bounds |delta| (|value| in a max/min family) of one event.
+	MaxDelta int64
+	// MaxEventsPerMinute bounds one member's events in any 60 s, counted in
+	// Redis so that it holds across every gateway.
+	MaxEventsPerMinute int
 }
 
 // FamilyIndex is a family's use of the read index.
@@ -381,6 +433,9 @@ type Family struct {
 	Index FamilyIndex
 	// Live: how often live streams of the family's boards are refreshed.
 	Live FamilyLive
+	// ClientWrites lets player tokens with write:self send events for their
+	// own member; nil: no player writes.
+	ClientWrites *ClientWrites
 	// Dimensions by type; "national" is always present.
 	Dimensions map[string]Dimension
 	// DimensionTypes lists the non-national dimension types, sorted.

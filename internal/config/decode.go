@@ -99,6 +99,7 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				"tickets": func(n *yaml.Node, key string) {
 					d.fields(n, key, map[string]field{"ttl": d.duration(&c.Auth.Tickets.TTL)})
 				},
+				"jwt": d.jwt(&c.Auth.JWT),
 			})
 		},
 		"limits": func(n *yaml.Node, key string) {
@@ -210,6 +211,36 @@ func (d *decoder) tokens(dst *[]Token) field {
 	}
 }
 
+func (d *decoder) jwt(dst **JWT) field {
+	return func(n *yaml.Node, key string) {
+		j := &JWT{MemberClaim: "sub", ClockSkew: 30 * time.Second}
+		d.fields(n, key, map[string]field{
+			"issuer":          d.str(&j.Issuer),
+			"audience":        d.str(&j.Audience),
+			"member_claim":    d.str(&j.MemberClaim),
+			"clock_skew":      d.duration(&j.ClockSkew),
+			"reload_interval": d.duration(&j.ReloadInterval),
+			"keys": func(n *yaml.Node, key string) {
+				items, ok := d.seq(n, key)
+				if !ok {
+					return
+				}
+				for i, item := range items {
+					var k JWTKey
+					d.fields(item, fmt.Sprintf("%s[%d]", key, i), map[string]field{
+						"kid":             d.str(&k.Kid),
+						"alg":             d.str(&k.Alg),
+						"secret_env":      d.str(&k.SecretEnv),
+						"public_key_file": d.str(&k.PublicKeyFile),
+					})
+					j.Keys = append(j.Keys, k)
+				}
+			},
+		})
+		*dst = j
+	}
+}
+
 func (d *decoder) families(c *Config) field {
 	return func(n *yaml.Node, key string) {
 		ps, _ := d.pairs(n, key)
@@ -254,6 +285,14 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 			d.fields(n, key, map[string]field{
 				"interval": d.duration(&f.Live.Interval),
 			})
+		},
+		"client_writes": func(n *yaml.Node, key string) {
+			cw := &ClientWrites{}
+			d.fields(n, key, map[string]field{
+				"max_delta":             intField(d, &cw.MaxDelta),
+				"max_events_per_minute": intField(d, &cw.MaxEventsPerMinute),
+			})
+			f.ClientWrites = cw
 		},
 	})
 	// Defaults that depend on other keys.

@@ -53,6 +53,10 @@ const (
 	maxCORSMaxAge    = 24 * time.Hour
 	minTicketTTL     = time.Second
 	maxTicketTTL     = 10 * time.Minute
+	maxClockSkew     = 10 * time.Minute
+	// maxClientEventsPerMinute bounds client_writes.max_events_per_minute:
+	// the window is a sorted set of that many event ids per member.
+	maxClientEventsPerMinute = 600
 )
 
 // validator collects field errors.
@@ -269,11 +273,11 @@ func (c *Config) validateAuth(v *validator) {
 		}
 		seen[t.TokenEnv] = true
 		if len(t.Scopes) == 0 {
-			v.errorf(key+".scopes", "at least one of read, write, admin is required")
+			v.errorf(key+".scopes", "at least one of read, write, admin, awards is required")
 		}
 		for j, s := range t.Scopes {
 			skey := fmt.Sprintf("%s.scopes[%d]", key, j)
-			v.oneOf(skey, s, ScopeRead, ScopeWrite, ScopeAdmin)
+			v.oneOf(skey, s, ScopeRead, ScopeWrite, ScopeAdmin, ScopeAwards)
 			if slices.Index(t.Scopes, s) < j {
 				v.errorf(skey, "duplicate scope %q", s)
 			}
@@ -290,8 +294,63 @@ func (c *Config) validateAuth(v *validator) {
 	if t := c.Auth.Tickets.TTL; t < minTicketTTL || t > maxTicketTTL {
 		v.errorf("auth.tickets.ttl", "%s is out of range %s..%s", t, minTicketTTL, maxTicketTTL)
 	}
-	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !c.ListenIsLoopback() {
+	c.validateJWT(v)
+	if len(c.Auth.Tokens) == 0 && c.Auth.JWT == nil && c.Listen != "" && !c.ListenIsLoopback() {
 		v.errorf("auth.tokens", "required: listen %q is not loopback-only, and without tokens the gateway is open only on loopback", c.Listen)
+	}
+}
+
+var (
+	kidRe   = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	claimRe = regexp.MustCompile(`^[A-Za-z0-9_:./-]{1,64}$`)
+)
+
+func (c *Config) validateJWT(v *validator) {
+	j := c.Auth.JWT
+	if j == nil {
+		return
+	}
+	if !claimRe.MatchString(j.MemberClaim) {
+		v.errorf("auth.jwt.member_claim", "%q is not a claim name ([A-Za-z0-9_:./-]{1,64})", j.MemberClaim)
+	}
+	if j.ClockSkew < 0 || j.ClockSkew > maxClockSkew {
+		v.errorf("auth.jwt.clock_skew", "%s is out of range 0..%s", j.ClockSkew, maxClockSkew)
+	}
+	if j.ReloadInterval != 0 && (j.ReloadInterval < time.Second || j.ReloadInterval > time.Hour) {
+		v.errorf("auth.jwt.reload_interval", "%s is out of range 1s..1h (0: only on SIGHUP)", j.ReloadInterval)
+	}
+	if len(j.Keys) == 0 {
+		v.errorf("auth.jwt.keys", "at least one key is required")
+	}
+	kids := map[string]bool{}
+	for i, k := range j.Keys {
+		key := fmt.Sprintf("auth.jwt.keys[%d]", i)
+		switch {
+		case k.Kid == "" && len(j.Keys) > 1:
+			v.errorf(key+".kid", "is required when there are several keys (a token's kid picks one)")
+		case k.Kid != "" && !kidRe.MatchString(k.Kid):
+			v.errorf(key+".kid", "%q must match [A-Za-z0-9._-]{1,64}", k.Kid)
+		case kids[k.Kid]:
+			v.errorf(key+".kid", "duplicate kid %q", k.Kid)
+		}
+		kids[k.Kid] = true
+		v.oneOf(key+".alg", k.Alg, AlgHS256, AlgES256, AlgRS256, AlgEdDSA)
+		if k.Alg == AlgHS256 {
+			if k.SecretEnv == "" {
+				v.errorf(key+".secret_env", "is required with alg HS256")
+			}
+			v.envName(key+".secret_env", k.SecretEnv)
+			if k.PublicKeyFile != "" {
+				v.errorf(key+".public_key_file", "not used with alg HS256 (a shared secret)")
+			}
+		} else if k.Alg != "" {
+			if k.PublicKeyFile == "" {
+				v.errorf(key+".public_key_file", "is required with alg %s", k.Alg)
+			}
+			if k.SecretEnv != "" {
+				v.errorf(key+".secret_env", "only used with alg HS256")
+			}
+		}
 	}
 }
 
@@ -540,6 +599,15 @@ func validateFamilyAt(v *validator, p, name string, f *Family) {
 	// family without one may leave it zero).
 	if (f.Index.Enabled || f.Index.MaxLag != 0) && (f.Index.MaxLag <= 0 || f.Index.MaxLag > maxIndexLag) {
 		v.errorf(p+".index.max_lag", "%s is out of range (0, %s]", f.Index.MaxLag, maxIndexLag)
+	}
+	if cw := f.ClientWrites; cw != nil {
+		if f.Source != SourceEvents {
+			v.errorf(p+".client_writes", "only families with source: events take events from player tokens")
+		}
+		if cw.MaxDelta < 1 || (f.MaxPoints > 0 && cw.MaxDelta > f.MaxPoints) {
+			v.errorf(p+".client_writes.max_delta", "%d is out of range 1..max_points (%d)", cw.MaxDelta, f.MaxPoints)
+		}
+		v.intRange(p+".client_writes.max_events_per_minute", cw.MaxEventsPerMinute, 1, maxClientEventsPerMinute)
 	}
 	if f.Live.Interval < minLiveInterval || f.Live.Interval > maxLiveInterval {
 		v.errorf(p+".live.interval", "%s is out of range %s..%s", f.Live.Interval, minLiveInterval, maxLiveInterval)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/rankgate/rankgate/internal/player"
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
@@ -27,7 +28,19 @@ const (
 	ScopeRead  = "read"
 	ScopeWrite = "write"
 	ScopeAdmin = "admin"
+	// ScopeAwards is the scope of an award consumer: it lists the award
+	// outbox and acknowledges what it took, and nothing else. (A read or
+	// write token keeps doing what it did before the scope existed.)
+	ScopeAwards = "awards"
 )
+
+// JWTVerifier checks player tokens (*player.Verifier).
+type JWTVerifier interface {
+	// VerifyHashed checks token; h is its SHA-256.
+	VerifyHashed(token string, h [sha256.Size]byte) (player.Claims, error)
+}
+
+var _ JWTVerifier = (*player.Verifier)(nil)
 
 // Token is one configured bearer token.
 type Token struct {
@@ -44,7 +57,11 @@ type Token struct {
 
 // AuthOptions configure NewAuth.
 type AuthOptions struct {
-	Tokens []Token // at least one
+	// Tokens are the static tokens; at least one unless JWT is set.
+	Tokens []Token
+	// JWT, when set, accepts player tokens (JWTs) wherever no static token
+	// matched; their scopes reach only the routes playerRules name.
+	JWT JWTVerifier
 	// Logger receives the refusals of routes without a scope; nil discards.
 	Logger *slog.Logger
 	// Registerer takes rankgate_http_rate_limited_total; nil leaves it
@@ -66,6 +83,7 @@ type Auth struct {
 	now     func() time.Time
 	limited *prometheus.CounterVec
 	tickets *Tickets // nil: none accepted
+	jwt     JWTVerifier
 }
 
 type authToken struct {
@@ -78,13 +96,14 @@ type authToken struct {
 // NewAuth builds the token check. Every token needs a name, a non-empty
 // secret distinct from the others, and known scopes.
 func NewAuth(o AuthOptions) (*Auth, error) {
-	if len(o.Tokens) == 0 {
-		return nil, errors.New("httpapi: NewAuth needs at least one token (no tokens: leave Options.Auth nil)")
+	if len(o.Tokens) == 0 && o.JWT == nil {
+		return nil, errors.New("httpapi: NewAuth needs at least one token or a JWT verifier (neither: leave Options.Auth nil)")
 	}
 	a := &Auth{
 		log:     o.Logger,
 		now:     o.Now,
 		tickets: o.Tickets,
+		jwt:     o.JWT,
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rankgate_http_rate_limited_total",
 			Help: "Requests answered 429 rate_limited, by token (the name of its env var).",
@@ -108,7 +127,7 @@ func NewAuth(o AuthOptions) (*Auth, error) {
 			return nil, fmt.Errorf("httpapi: token %s: rate %v with burst %d", t.Name, t.RatePerSecond, t.Burst)
 		}
 		for _, sc := range t.Scopes {
-			if sc != ScopeRead && sc != ScopeWrite && sc != ScopeAdmin {
+			if sc != ScopeRead && sc != ScopeWrite && sc != ScopeAdmin && sc != ScopeAwards {
 				return nil, fmt.Errorf("httpapi: token %s has unknown scope %q", t.Name, sc)
 			}
 		}
@@ -133,45 +152,51 @@ func NewAuth(o AuthOptions) (*Auth, error) {
 }
 
 // Wrap guards one /v1 route: 401 unauthenticated (with WWW-Authenticate:
-// Bearer) without a known bearer token, 403 forbidden when the token lacks
-// the route's scope or the route has none (fail closed), 429 rate_limited
-// (with Retry-After) over the token's rate. It runs after routing: the scope
-// comes from r.Pattern. On a TicketRoute, a request without an
-// Authorization header may present ?ticket=T instead (see Tickets): a used,
-// expired or unknown ticket is 401 too, and a good one leaves the query
-// before the handler sees it.
+// Bearer) without a known bearer token or a valid player token, 403
+// forbidden when the token lacks the route's scope or the route has none
+// (fail closed), 429 rate_limited (with Retry-After) over the token's rate.
+// It runs after routing: the scope comes from r.Pattern. On a TicketRoute, a
+// request without an Authorization header may present ?ticket=T instead (see
+// Tickets): a used, expired or unknown ticket is 401 too, and a good one
+// leaves the query before the handler sees it.
+//
+// A player token (JWT) reaches only the routes playerRules name, with the
+// player scopes they take; on a route marked self, only for its own member
+// ({member} in the path). Every refusal of a JWT says as little as a wrong
+// static token does.
 func (a *Auth) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok := a.authenticate(r)
-		scopes := []string(nil)
-		if tok != nil {
-			scopes = tok.scopes
-		}
-		if tok == nil && a.tickets != nil && TicketRoute(r.Pattern) && len(r.Header.Values("Authorization")) == 0 {
-			p, rr, err := a.redeem(r)
+		p, ok := a.authenticate(r)
+		if !ok && a.tickets != nil && TicketRoute(r.Pattern) && len(r.Header.Values("Authorization")) == 0 {
+			tp, rr, err := a.redeem(r)
 			if err != nil {
 				w.Header().Set("WWW-Authenticate", "Bearer")
 				writeErrorBody(w, errorBody{Code: rank.CodeUnauthenticated,
 					Message: "a valid bearer token or ticket is required (Authorization: Bearer <token>, or ?ticket= from POST /v1/tickets; a ticket is good once, on the gateway that issued it)"})
 				return
 			}
-			tok, scopes, r = p.tok, p.Scopes, rr
+			p, ok, r = tp, true, rr
 		}
-		if tok == nil {
+		if !ok {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeErrorBody(w, errorBody{Code: rank.CodeUnauthenticated,
 				Message: "a valid bearer token is required (Authorization: Bearer <token>)"})
 			return
 		}
-		scope, ok := ScopeOf(r.Pattern)
+		if p.Player {
+			a.servePlayer(w, r, p, next)
+			return
+		}
+		tok := p.tok
+		rule, ok := scopeRuleOf(r.Pattern)
 		if !ok {
 			a.log.ErrorContext(r.Context(), "route has no scope; refused (map it in httpapi.scopeRules)",
 				"route", r.Pattern, "token", tok.name)
 			writeErrorBody(w, errorBody{Code: rank.CodeForbidden, Message: "this route is not open to any token"})
 			return
 		}
-		if !slices.Contains(scopes, scope) {
-			writeErrorBody(w, errorBody{Code: rank.CodeForbidden, Message: "this token lacks the " + scope + " scope"})
+		if !slices.Contains(p.Scopes, rule.scope) && (rule.alt == "" || !slices.Contains(p.Scopes, rule.alt)) {
+			writeErrorBody(w, errorBody{Code: rank.CodeForbidden, Message: "this token lacks the " + rule.scope + " scope"})
 			return
 		}
 		if tok.limiter != nil {
@@ -186,8 +211,7 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 		}
 		if needsPrincipal(r.Pattern) {
 			if _, ok := PrincipalFrom(r.Context()); !ok {
-				r = r.WithContext(context.WithValue(r.Context(), principalKey{},
-					Principal{Token: tok.name, Scopes: scopes, tok: tok}))
+				r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 				if TicketRoute(r.Pattern) {
 					r = withoutTicket(r) // a token won; an unused ticket stays out of the handler's sight
 				}
@@ -195,6 +219,29 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// servePlayer guards a route for a player principal: the route must be in
+// playerRules, the principal must hold one of its player scopes, and a self
+// route must name the principal's own member. The principal always goes
+// into the context (the event route checks its member).
+func (a *Auth) servePlayer(w http.ResponseWriter, r *http.Request, p Principal, next http.Handler) {
+	rule, ok := playerRuleOf(r.Pattern)
+	if !ok || !slices.ContainsFunc(rule.scopes, func(s string) bool { return slices.Contains(p.Scopes, s) }) {
+		writeErrorBody(w, errorBody{Code: rank.CodeForbidden, Message: "this route is not open to this player token"})
+		return
+	}
+	if rule.self && r.PathValue("member") != p.Member {
+		writeErrorBody(w, errorBody{Code: rank.CodeForbidden, Field: "member", Message: "a player token reads only its own member here"})
+		return
+	}
+	if _, ok := PrincipalFrom(r.Context()); !ok {
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		if TicketRoute(r.Pattern) {
+			r = withoutTicket(r)
+		}
+	}
+	next.ServeHTTP(w, r)
 }
 
 // redeem uses up the request's ?ticket= and returns its principal and the
@@ -206,8 +253,8 @@ func (a *Auth) redeem(r *http.Request) (Principal, *http.Request, error) {
 		return Principal{}, nil, errBadTicket
 	}
 	p, err := a.tickets.Redeem(q.Get("ticket"))
-	if err != nil || p.tok == nil {
-		return Principal{}, nil, errBadTicket
+	if err != nil || (p.tok == nil && !p.Player) || (p.Player && !a.now().Before(p.Expires)) {
+		return Principal{}, nil, errBadTicket // a player's ticket ends with its token
 	}
 	return p, withoutTicket(r.WithContext(context.WithValue(r.Context(), principalKey{}, p))), nil
 }
@@ -245,30 +292,47 @@ func reserve(l *rate.Limiter, now time.Time) time.Duration {
 	return 0
 }
 
-// authenticate returns the token the request's bearer credentials name, or
-// nil. Every configured token is compared, in constant time, whatever
-// matches: the time taken says nothing about which token or how much of one
-// was right. Secrets are compared as SHA-256 digests, so their lengths do not
-// show either.
-func (a *Auth) authenticate(r *http.Request) *authToken {
+// authenticate returns who the request's bearer credentials name: a static
+// token, or else a player token the JWT verifier accepts. Every configured
+// static token is compared, in constant time, whatever matches: the time
+// taken says nothing about which token or how much of one was right. Secrets
+// are compared as SHA-256 digests, so their lengths do not show either.
+func (a *Auth) authenticate(r *http.Request) (Principal, bool) {
 	vals := r.Header.Values("Authorization")
 	if len(vals) != 1 {
-		return nil
+		return Principal{}, false
 	}
 	secret, ok := bearer(vals[0])
 	if !ok {
-		return nil
+		return Principal{}, false
 	}
 	sum := sha256.Sum256([]byte(secret))
-	found := -1
-	for i := range a.tokens {
-		eq := subtle.ConstantTimeCompare(sum[:], a.tokens[i].hash[:])
-		found = subtle.ConstantTimeSelect(eq, i, found)
+	if len(a.tokens) > 0 {
+		found := -1
+		for i := range a.tokens {
+			eq := subtle.ConstantTimeCompare(sum[:], a.tokens[i].hash[:])
+			found = subtle.ConstantTimeSelect(eq, i, found)
+		}
+		if found >= 0 {
+			t := &a.tokens[found]
+			return Principal{Token: t.name, Scopes: t.scopes, tok: t}, true
+		}
 	}
-	if found < 0 {
-		return nil
+	if a.jwt == nil {
+		return Principal{}, false
 	}
-	return &a.tokens[found]
+	c, err := a.jwt.VerifyHashed(secret, sum)
+	if err != nil {
+		return Principal{}, false
+	}
+	return playerPrincipal(c), true
+}
+
+// playerPrincipal is the principal of a verified player token. Its Token
+// ("jwt:" and the subject, or the member without one) names it in logs and
+// counts its live streams (live.max_per_token).
+func playerPrincipal(c player.Claims) Principal {
+	return Principal{Token: c.Name, Scopes: c.Scopes, Player: true, Member: c.Member, Expires: c.Expires}
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" value
@@ -295,6 +359,8 @@ type scopeRule struct {
 	path   string
 	prefix bool
 	scope  string
+	// alt is a second scope that also opens the route ("" none).
+	alt string
 }
 
 const boardRule = "/v1/boards/{}/{}/{}"
@@ -350,10 +416,11 @@ var scopeRules = []scopeRule{
 	{method: http.MethodPost, path: "/v1/tournaments/{}/join", scope: ScopeWrite},
 	{method: http.MethodGet, path: "/v1/tournaments", scope: ScopeRead},
 	{method: http.MethodGet, path: "/v1/tournaments/{}", scope: ScopeRead},
-	// Awards: a reward service that pulls lists them (read) and acknowledges
-	// what it took (write).
-	{method: http.MethodGet, path: "/v1/awards", scope: ScopeRead},
-	{method: http.MethodPost, path: "/v1/awards/{}/ack", scope: ScopeWrite},
+	// Awards: a reward service that pulls lists them and acknowledges what it
+	// took: scope awards (or, as before that scope existed, read to list and
+	// write to acknowledge).
+	{method: http.MethodGet, path: "/v1/awards", scope: ScopeRead, alt: ScopeAwards},
+	{method: http.MethodPost, path: "/v1/awards/{}/ack", scope: ScopeWrite, alt: ScopeAwards},
 	// Writes.
 	{method: http.MethodPost, path: "/v1/events", scope: ScopeWrite},
 	{method: http.MethodPost, path: "/v1/events:batch", scope: ScopeWrite},
@@ -379,25 +446,95 @@ var scopeRules = []scopeRule{
 	{method: http.MethodPost, path: "/v1/tickets", scope: ScopeRead},
 }
 
-// ScopeOf returns the scope a route pattern ("GET /v1/layout") needs, and
-// false when no rule covers it.
+// ScopeOf returns the scope a route pattern ("GET /v1/layout") needs of a
+// static token, and false when no rule covers it.
 func ScopeOf(pattern string) (string, bool) {
+	rule, ok := scopeRuleOf(pattern)
+	return rule.scope, ok
+}
+
+// ScopesOf returns every static scope that opens a route pattern (the scope
+// and its alternative), and false when no rule covers it.
+func ScopesOf(pattern string) ([]string, bool) {
+	rule, ok := scopeRuleOf(pattern)
+	if !ok {
+		return nil, false
+	}
+	if rule.alt != "" {
+		return []string{rule.scope, rule.alt}, true
+	}
+	return []string{rule.scope}, true
+}
+
+func scopeRuleOf(pattern string) (scopeRule, bool) {
 	method, path := splitPattern(pattern)
 	if path == "" {
-		return "", false
+		return scopeRule{}, false
 	}
 	for _, rule := range scopeRules {
 		if rule.prefix {
 			if path == rule.path || strings.HasPrefix(path, rule.path+"/") {
-				return rule.scope, true
+				return rule, true
 			}
 			continue
 		}
 		if method == rule.method && path == rule.path {
-			return rule.scope, true
+			return rule, true
 		}
 	}
-	return "", false
+	return scopeRule{}, false
+}
+
+// playerRule opens one route (method and exact path, wildcards {}) to player
+// tokens holding any of scopes; self: only for the token's own member, the
+// route's {member}.
+type playerRule struct {
+	method string
+	path   string
+	scopes []string
+	self   bool
+}
+
+// playerRules: the only routes a player token reaches; every other route
+// (batches, projections, profiles, snapshots, corrections, awards, reviews,
+// bans, every admin route, and routes added later) answers it 403. A player
+// reads boards and the period, follows live boards, reads its own history,
+// and writes events for itself (the event route then applies the rules of
+// client_writes). What a player may not see: other members' history, the
+// award outbox (every member's awards and their delivery), reviews, exports.
+var playerRules = []playerRule{
+	{method: http.MethodPost, path: "/v1/events", scopes: []string{player.ScopeWriteSelf}},
+	{method: http.MethodGet, path: boardRule + "/top", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: boardRule + "/members/{}", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: boardRule + "/members/{}/around", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: boardRule + "/members/{}/history", scopes: []string{player.ScopeRead}, self: true},
+	{method: http.MethodGet, path: boardRule + "/entries", scopes: []string{player.ScopeRead}},
+	{method: http.MethodPost, path: boardRule + "/members:lookup", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: boardRule + "/count", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: boardRule + "/range", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: "/v1/boards/{}/{}", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: "/v1/families/{}/period", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: "/v1/families", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: boardRule + "/live", scopes: []string{player.ScopeRead, player.ScopeLive}},
+	{method: http.MethodPost, path: "/v1/tickets", scopes: []string{player.ScopeRead, player.ScopeLive}},
+}
+
+// PlayerScopesOf returns the player scopes that open a route pattern (any
+// one of them does) and whether it is limited to the token's own member;
+// false: no player token reaches the route.
+func PlayerScopesOf(pattern string) (scopes []string, self bool, ok bool) {
+	rule, ok := playerRuleOf(pattern)
+	return rule.scopes, rule.self, ok
+}
+
+func playerRuleOf(pattern string) (playerRule, bool) {
+	method, path := splitPattern(pattern)
+	for _, rule := range playerRules {
+		if method == rule.method && path == rule.path {
+			return rule, true
+		}
+	}
+	return playerRule{}, false
 }
 
 // splitPattern splits a ServeMux pattern "[METHOD ][HOST]/PATH" into its

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
+	"github.com/rankgate/rankgate/internal/player"
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
@@ -102,6 +104,13 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(statusClientClosed)
 		s.log.DebugContext(r.Context(), "client closed request", attrs(r, err)...)
+		return
+	}
+	var rl *player.RateLimitedError
+	if errors.As(err, &rl) {
+		secs := strconv.Itoa(player.RetryAfterSeconds(rl.RetryAfter))
+		w.Header().Set("Retry-After", secs)
+		writeErrorBody(w, errorBody{Code: CodeRateLimited, Message: rl.Error()})
 		return
 	}
 	b := s.public(r, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/player"
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
@@ -21,6 +22,9 @@ func (s *server) event(w http.ResponseWriter, r *http.Request) error {
 	}
 	ev, err := decodeEvent(data, "")
 	if err != nil {
+		return err
+	}
+	if err := s.checkPlayer(r, ev); err != nil {
 		return err
 	}
 	res, err := s.writes.ApplyEvent(r.Context(), ev)
@@ -510,4 +514,19 @@ func (s *server) derive(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, res)
+}
+
+// checkPlayer applies the rules of self-only writes when the event comes
+// with a player token (Auth put its principal in the context); a static
+// token or an open API passes.
+func (s *server) checkPlayer(r *http.Request, ev gateway.Event) error {
+	p, ok := PrincipalFrom(r.Context())
+	if !ok || !p.Player {
+		return nil
+	}
+	if s.players == nil {
+		return rank.Errorf(rank.CodeForbidden, "this gateway takes no events from player tokens")
+	}
+	return s.players.CheckEvent(r.Context(), p.Member, player.Write{Family: ev.Family, User: ev.User, EventID: ev.EventID,
+		Delta: ev.Delta, Value: ev.Value, Reverses: ev.Reverses})
 }

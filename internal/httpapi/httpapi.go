@@ -27,6 +27,7 @@ import (
 	"github.com/rankgate/rankgate/api"
 	"github.com/rankgate/rankgate/internal/competition"
 	"github.com/rankgate/rankgate/internal/gateway"
+	"github.com/rankgate/rankgate/internal/player"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/ui"
 )
@@ -112,6 +113,13 @@ type Service interface {
 
 var _ Service = (*gateway.Service)(nil)
 
+// PlayerWrites decides whether a player may send an event (*player.Gate).
+type PlayerWrites interface {
+	CheckEvent(ctx context.Context, member string, w player.Write) error
+}
+
+var _ PlayerWrites = (*player.Gate)(nil)
+
 // Options are the dependencies of the handler. Every field may be nil.
 type Options struct {
 	// Logger receives access logs and the causes of 5xx answers; nil discards.
@@ -146,6 +154,11 @@ type Options struct {
 	CORS CORSOptions
 	// Live serves GET {board}/live (text/event-stream).
 	Live LiveOptions
+	// Players applies the rules of self-only writes to events sent with a
+	// player token (write:self): own member, client_writes families,
+	// max_delta, the per-member rate. Nil: player tokens write nothing
+	// (403).
+	Players PlayerWrites
 	// Tickets is the store POST /v1/tickets issues from; give the same one
 	// to NewAuth (AuthOptions.Tickets), which accepts them. Nil: a store
 	// with the defaults (fine when Auth is nil: the API is open anyway).
@@ -196,6 +209,8 @@ type server struct {
 	tickets *Tickets
 	// liveOpts backs GET {board}/live.
 	liveOpts LiveOptions
+	// players checks the events of player tokens; nil: refused.
+	players PlayerWrites
 }
 
 // New builds the rankgate HTTP handler.
@@ -223,6 +238,7 @@ func New(svc Service, opts Options) (http.Handler, error) {
 		lingerBytes: lingerBytes, lingerTime: lingerTime, openapi: doc}
 	s.families = opts.Families
 	s.liveOpts = opts.Live
+	s.players = opts.Players
 	if s.cors, err = newCORS(opts.CORS); err != nil {
 		return nil, err
 	}

@@ -11,16 +11,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/httpapi"
+	"github.com/rankgate/rankgate/internal/player"
 	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/teststack"
 )
@@ -735,4 +738,58 @@ func TestLiveStoppedReaderOverTCP(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLivePerJWTSubject: player tokens count against live.max_per_token by
+// their subject, whichever token of that subject opens the stream (by
+// header or by a ticket it asked for); another subject has its own share.
+func TestLivePerJWTSubject(t *testing.T) {
+	t.Parallel()
+	secret := "0123456789abcdef0123456789abcdef-live"
+	st := teststack.New(t, teststack.Options{Families: liveFamilies, Live: teststack.Live{MaxPerToken: 1}, Tokens: liveTokens(),
+		JWT: player.Options{Keys: []player.Key{{Kid: "k", Alg: player.AlgHS256, Secret: []byte(secret)}}}})
+	srv := httptest.NewServer(st.Handler)
+	t.Cleanup(srv.Close)
+	writeEvent(t, st, "u1", 10)
+	token := func(sub, scope string, n int) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "scope": scope, "jti": strconv.Itoa(n),
+			"exp": time.Now().Add(time.Hour).Unix()})
+		tok.Header["kid"] = "k"
+		s, err := tok.SignedString([]byte(secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	_, ch := openLive(t, srv.URL+livePath, bearer(token("p1", "live", 1)))
+	if ev := nextEvent(t, ch); ev.Type != "snapshot" {
+		t.Fatalf("p1's first stream: %+v", ev)
+	}
+	// Another token of the same subject: over its share.
+	if resp, _ := openLive(t, srv.URL+livePath, bearer(token("p1", "read", 2))); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("p1's second stream by another token: %d, want 503", resp.StatusCode)
+	}
+	// The same by a ticket p1 asked for.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/tickets", nil)
+	req.Header = bearer(token("p1", "live", 3))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tk struct{ Ticket string }
+	if err := json.NewDecoder(resp.Body).Decode(&tk); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /v1/tickets with a player token: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	if resp, _ := openLive(t, srv.URL+livePath+"?ticket="+tk.Ticket, nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("p1's second stream by ticket: %d, want 503", resp.StatusCode)
+	}
+	// Another subject has a share of its own; a token without read or live none.
+	_, ch = openLive(t, srv.URL+livePath, bearer(token("p2", "live", 4)))
+	if ev := nextEvent(t, ch); ev.Type != "snapshot" {
+		t.Fatalf("p2's stream: %+v", ev)
+	}
+	if resp, _ := openLive(t, srv.URL+livePath, bearer(token("p3", "write:self", 5))); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a write:self-only token's stream: %d, want 403", resp.StatusCode)
+	}
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -24,6 +25,9 @@ type openAPIOperation struct {
 	OperationID string `json:"operationId"`
 	Scope       string `json:"x-scope"`
 	Security    *[]any `json:"security"`
+	// PlayerScopes are the player token scopes that open the operation
+	// (any one of them); none: no player token does.
+	PlayerScopes []string `json:"x-player-scopes"`
 }
 
 // docOperations returns "METHOD /path" → operation for every operation of
@@ -96,6 +100,13 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 			t.Errorf("%s has no scope rule", r)
 		case op.Scope != scope:
 			t.Errorf("%s: x-scope %q, the auth layer asks %q", r, op.Scope, scope)
+		}
+		ps, _, _ := PlayerScopesOf(r)
+		if !slices.Equal(op.PlayerScopes, ps) {
+			t.Errorf("%s: x-player-scopes %v, the auth layer takes %v", r, op.PlayerScopes, ps)
+		}
+		if takesJWT := op.Security != nil && strings.Contains(fmt.Sprint(*op.Security), "playerJWT"); takesJWT != (len(ps) > 0) {
+			t.Errorf("%s: security %v lists playerJWT %v, want %v", r, op.Security, takesJWT, len(ps) > 0)
 		}
 	}
 	for op := range ops {

@@ -270,7 +270,12 @@ type Principal struct {
 	Token string
 	// Scopes are the token's scopes.
 	Scopes []string
-	// tok is the token, for its rate limiter; nil when the API is open.
+	// Player: a player token (JWT); Member is its member, Expires its exp.
+	Player  bool
+	Member  string
+	Expires time.Time
+	// tok is the static token, for its rate limiter; nil when the API is
+	// open or for a player.
 	tok *authToken
 }
 

@@ -30,7 +30,8 @@ import (
 //     fence, unban.lua's version: the scripts say INCRBY k 1, never INCR),
 //     pexpire, rename, set, unlink, xadd (the change feed of families with a
 //     read index), zadd, zcard, zcount, zrangestore, zrem, zrevrange,
-//     zrevrank, zscore.
+//     zrevrank, zscore; rate.lua (a member's event window under a player
+//     token): time, zremrangebyscore, zscore, zcard, zrange, zadd, pexpire.
 //   - store calls: zmscore, zcount, zcard, zrange (native position probes:
 //     a probe's points group, BYSCORE LIMIT), zscan, hsetnx, hgetall, hset,
 //     sadd, smembers, incrby, xadd, xrange, pexpire, unlink, zadd, del,
@@ -84,6 +85,7 @@ var Commands = []string{
 	"script|load",
 	"set",
 	"smembers",
+	"time",
 	"unlink",
 	"xadd",
 	"xrange",
@@ -95,6 +97,7 @@ var Commands = []string{
 	"zrange",
 	"zrangestore",
 	"zrem",
+	"zremrangebyscore",
 	"zrevrange",
 	"zrevrank",
 	"zscan",

@@ -245,6 +245,14 @@ func (l Layout) Profile(member string) string {
 	return l.Prefix + ":{p:" + member + "}:profile"
 }
 
+// MemberRate returns the sorted set that counts a member's events under a
+// player token in one family (a sliding window of event ids by time), under
+// the member's own tag beside their profile: one slot per member, so the
+// count holds across every gateway and members spread over the cluster.
+func (l Layout) MemberRate(member, family string) string {
+	return l.Prefix + ":{p:" + member + "}:rate:" + family
+}
+
 // Of returns the shard of member on a board of n shards: FNV-1a 64 of the
 // member bytes modulo n. Stable across processes and releases (never Go's map
 // hash); changing it would move every member, so it is pinned by a test.

@@ -61,6 +61,7 @@ var (
 	gatedColumnsScript = gatedScript("columns.lua")
 	joinScript         = script("#!lua", "join.lua")
 	tournamentScript   = script("#!lua", "tournament.lua")
+	rateScript         = script("#!lua", "rate.lua")
 )
 
 // Scripts lists every script with its name, for preloading and tests.
@@ -69,7 +70,7 @@ func Scripts() map[string]*redis.Script {
 		"apply": applyScript, "reverse": reverseScript, "project": projectScript, "remove": removeScript,
 		"seek": seekScript, "position": positionScript, "snapshot": snapshotScript, "swap": swapScript,
 		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
-		"unban": unbanScript, "derive": deriveScript,
+		"unban": unbanScript, "derive": deriveScript, "rate": rateScript,
 		"gated_apply": gatedApplyScript, "gated_columns": gatedColumnsScript, "join": joinScript, "tournament": tournamentScript,
 	}
 }

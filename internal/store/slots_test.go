@@ -176,6 +176,24 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		}
 	})
 
+	// rate.lua's one key sits under the member's own tag, beside the profile.
+	t.Run("player rate keys", func(t *testing.T) {
+		t.Parallel()
+		var keys []string
+		for _, m := range []string{"u1001", "B", "a.b@c", "Z9"} {
+			keys = append(keys, layout.MemberRate(m, "learning"), layout.MemberRate(m, "game"), layout.Profile(m))
+		}
+		slots := liveSlots(t, ctx, node, keys)
+		for i := 0; i < len(keys); i += 3 {
+			if slots[keys[i]] != slots[keys[i+2]] || slots[keys[i+1]] != slots[keys[i+2]] {
+				t.Errorf("%q, %q and %q are in slots %d, %d, %d: a member's keys must share one", keys[i], keys[i+1], keys[i+2], slots[keys[i]], slots[keys[i+1]], slots[keys[i+2]])
+			}
+			if shard.Slot(keys[i]) != slots[keys[i]] {
+				t.Errorf("shard.Slot(%q) = %d, CLUSTER KEYSLOT = %d", keys[i], shard.Slot(keys[i]), slots[keys[i]])
+			}
+		}
+	})
+
 	t.Run("profile keys", func(t *testing.T) {
 		t.Parallel()
 		var keys []string

@@ -24,6 +24,7 @@ import (
 	"github.com/rankgate/rankgate/internal/httpapi"
 	"github.com/rankgate/rankgate/internal/live"
 	"github.com/rankgate/rankgate/internal/monitor"
+	"github.com/rankgate/rankgate/internal/player"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/testcluster"
@@ -110,6 +111,14 @@ type Options struct {
 	// CORS, when it lists origins, lets browsers on them call the /v1
 	// routes (server.cors).
 	CORS httpapi.CORSOptions
+	// JWT, when it has keys, accepts player tokens (auth.jwt), and player
+	// events go through the rules of the families' client_writes, counted
+	// in Redis as cmd/gateway does.
+	JWT player.Options
+	// Prefix, when set, is the key prefix instead of a fresh one: two
+	// Stacks with one prefix are two gateways on the same data (the first
+	// one's cleanup removes it).
+	Prefix string
 }
 
 // Live overrides the config's live bounds, so tests can use intervals
@@ -128,7 +137,10 @@ func New(tb testing.TB, o Options) *Stack {
 		families = DefaultFamilies
 	}
 	addrs := testcluster.Addrs(tb)
-	prefix := testcluster.Prefix(tb)
+	prefix := o.Prefix
+	if prefix == "" {
+		prefix = testcluster.Prefix(tb)
+	}
 	cfg, err := config.Parse(ConfigYAML(addrs, prefix, families))
 	if err != nil {
 		tb.Fatalf("teststack: config: %v", err)
@@ -191,18 +203,38 @@ func New(tb testing.TB, o Options) *Stack {
 	tb.Cleanup(hub.Close)
 	var auth func(http.Handler) http.Handler
 	var tickets *httpapi.Tickets
-	if len(o.Tokens) > 0 {
+	var players httpapi.PlayerWrites
+	var verifier httpapi.JWTVerifier
+	if len(o.JWT.Keys) > 0 {
+		v, err := player.NewVerifier(o.JWT, reg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		verifier = v
+		g, err := player.NewGate(func(family string) (player.ClientWrites, bool) {
+			f, ok := cfg.Family(family)
+			if !ok || f.ClientWrites == nil {
+				return player.ClientWrites{}, false
+			}
+			return player.ClientWrites{MaxDelta: f.ClientWrites.MaxDelta, MaxEventsPerMinute: f.ClientWrites.MaxEventsPerMinute}, true
+		}, st, shard.Layout{Prefix: prefix})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		players = g
+	}
+	if len(o.Tokens) > 0 || verifier != nil {
 		if tickets, err = httpapi.NewTickets(httpapi.TicketOptions{Registerer: reg}); err != nil {
 			tb.Fatal(err)
 		}
-		a, err := httpapi.NewAuth(httpapi.AuthOptions{Tokens: o.Tokens, Registerer: reg, Tickets: tickets})
+		a, err := httpapi.NewAuth(httpapi.AuthOptions{Tokens: o.Tokens, Registerer: reg, Tickets: tickets, JWT: verifier})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		auth = a.Wrap
 	}
 	h, err := httpapi.New(svc, httpapi.Options{Registerer: reg, Gatherer: reg, Families: httpapi.ConfigFamilies(cfg),
-		TracerProvider: o.TracerProvider, Auth: auth, Tickets: tickets, CORS: o.CORS,
+		TracerProvider: o.TracerProvider, Auth: auth, Tickets: tickets, CORS: o.CORS, Players: players,
 		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: ord(o.Live.Heartbeat, lv.Heartbeat),
 			WriteTimeout: ord(o.Live.WriteTimeout, lv.WriteTimeout)}})
 	if err != nil {
