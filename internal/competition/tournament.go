@@ -1,5 +1,5 @@
 // Package competition defines tournaments: families created at run time
-// over the API (DESIGN §5b). It validates a tournament request the way the
+// over the API. It validates a tournament request the way the
 // config file's families are validated — every error names the request
 // field — derives the tournament's family rules (one season from start to
 // end, or the windows of a reset cron cut to a duration) and tells its

@@ -17,7 +17,7 @@ import (
 	"github.com/rankgate/rankgate/internal/store"
 )
 
-// Tournaments (DESIGN §5b): families created at run time. The registry lives
+// Tournaments: families created at run time. The registry lives
 // in Redis (a hash of definitions, a zset of the active ones and a version
 // counter under the tag {tournaments}); every gateway keeps a copy and checks
 // the version at most tourPoll after its last check when it resolves a

@@ -1,4 +1,4 @@
-// Package player is player access (DESIGN §6): JWT player tokens minted by a
+// Package player is player access: JWT player tokens minted by a
 // game's backend, verified with golang-jwt v5 (keys picked by kid, the
 // algorithm pinned per key, rotation without a restart, a cache of verified
 // tokens that honours exp), and the rules of self-only writes (own member,

@@ -15,7 +15,7 @@ export interface paths {
         put?: never;
         /**
          * Apply one point event
-         * @description Idempotent by `event_id`: a replay answers 200 with `duplicate: true` and the current points, and changes nothing. A sum family takes `delta`, a max/min family `value`; a reversal names `reverses` and carries neither. Closed period: 409 `period_closed` (the event is kept for review); a projection family: 409 `wrong_source`; unknown original of a reversal: 404 `unknown_event`; a reversal in a max/min family without a ledger: 412 `ledger_required`; points out of range: 422 `out_of_range`.
+         * @description Idempotent by `event_id`: a replay answers 200 with `duplicate: true` and the current points, and changes nothing. A sum family takes `delta`, a max/min family `value`; a reversal names `reverses` and carries neither. Closed period: 409 `period_closed` (the event is kept for review); a projection family: 409 `wrong_source`; unknown original of a reversal: 404 `unknown_event`; a reversal in a max/min family without a ledger: 412 `ledger_required`; points out of range: 422 `out_of_range`. With a player token (`write:self`): only for its own member (else 403 `forbidden`, field `user`), only to a family with `client_writes` and never a reversal (else 403), `|delta|` or `|value|` at most `client_writes.max_delta` (else 422 `out_of_range`), at most `client_writes.max_events_per_minute` events per member in any 60 s across every gateway (else 429 `rate_limited` with `Retry-After`).
          */
         post: operations["postEvent"];
         delete?: never;
@@ -1690,7 +1690,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorOutOfRange"];
             };
         };
-        /** @description The token is over its `rate_per_second`: `rate_limited`. */
+        /** @description The token is over its `rate_per_second`, or (POST /v1/events with a player token) the member is over its family's `client_writes.max_events_per_minute`: `rate_limited`. */
         RateLimited: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
