@@ -216,8 +216,11 @@ type rawStream struct {
 	left    chan struct{} // closed when a read from the client fails
 	status  []byte        // the status line and headers, sent with the first write
 	bufs    [4][]byte
-	// queued is what the send queue held right after the last write.
-	queued int
+	// checked is the send queue as stalled last read it (just before a
+	// write); queued is that plus what the write then sent: had the client
+	// acknowledged nothing since, the queue would hold queued bytes now.
+	// One SIOCOUTQ per write.
+	checked, queued int
 }
 
 func (s *rawStream) watch() {
@@ -241,8 +244,8 @@ func (s *rawStream) write(parts ...[]byte) error {
 	}
 	bufs = append(bufs, parts...)
 	nb := net.Buffers(bufs)
-	_, err := nb.WriteTo(s.conn)
-	s.queued, _ = unsentBytes(s.conn) // what was written is in it, unless already taken
+	n, err := nb.WriteTo(s.conn)
+	s.queued = s.checked + int(n)
 	return err
 }
 
@@ -252,10 +255,11 @@ func (s *rawStream) write(parts ...[]byte) error {
 // reading (its receive window closed) acknowledges none.
 func (s *rawStream) stalled() bool {
 	q, ok := unsentBytes(s.conn)
-	if !ok || q == 0 {
+	if !ok {
 		return false
 	}
-	return q >= s.queued
+	s.checked = q
+	return q > 0 && q >= s.queued
 }
 
 func (s *rawStream) gone() <-chan struct{}   { return s.left }
