@@ -46,33 +46,46 @@ func (s *Store) DeleteBan(ctx context.Context, k shard.BanKeys, member string) (
 // Bans returns every ban (member → JSON) and the version they belong to,
 // read in one MULTI from the primary.
 func (s *Store) Bans(ctx context.Context, k shard.BanKeys) (map[string]string, int64, error) {
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	var all *redis.MapStringStringCmd
-	var v *redis.StringCmd
-	_, err := s.rw.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		v = p.Get(ctx, k.Version)
-		all = p.HGetAll(ctx, k.All)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, 0, s.fail("ban", fmt.Errorf("reading the bans: %w", err))
-	}
-	ver, _ := v.Int64() // missing: 0
-	return all.Val(), ver, nil
+	return s.versionedHash(ctx, k.Version, k.All, "ban", "the bans")
 }
 
 // BanVersion returns the bans' version (0 before the first ban): what every
 // gateway polls to learn that its copy of the bans is stale.
 func (s *Store) BanVersion(ctx context.Context, k shard.BanKeys) (int64, error) {
+	return s.version(ctx, k.Version, "ban", "the bans")
+}
+
+// versionedHash reads a registry kept as a hash beside a version counter
+// (bans, tournaments): every field and the version, in one MULTI from the
+// primary. A missing version is 0. op labels the failure; what names the
+// registry in its error.
+func (s *Store) versionedHash(ctx context.Context, versionKey, hashKey, op, what string) (map[string]string, int64, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	v, err := s.rw.Get(ctx, k.Version).Int64()
+	var all *redis.MapStringStringCmd
+	var v *redis.StringCmd
+	_, err := s.rw.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		v = p.Get(ctx, versionKey)
+		all = p.HGetAll(ctx, hashKey)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, 0, s.fail(op, fmt.Errorf("reading %s: %w", what, err))
+	}
+	ver, _ := v.Int64() // missing: 0
+	return all.Val(), ver, nil
+}
+
+// version reads a registry's version counter (0 while it is missing).
+func (s *Store) version(ctx context.Context, versionKey, op, what string) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	v, err := s.rw.Get(ctx, versionKey).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, s.fail("ban", fmt.Errorf("reading the bans' version: %w", err))
+		return 0, s.fail(op, fmt.Errorf("reading %s' version: %w", what, err))
 	}
 	return v, nil
 }

@@ -2,11 +2,8 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rankgate/rankgate/internal/shard"
 )
@@ -121,33 +118,11 @@ func (s *Store) registry(ctx context.Context, k shard.TournamentKeys, op, id str
 // Tournaments returns every tournament (id → JSON) and the version they
 // belong to, read in one MULTI from the primary.
 func (s *Store) Tournaments(ctx context.Context, k shard.TournamentKeys) (map[string]string, int64, error) {
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	var all *redis.MapStringStringCmd
-	var v *redis.StringCmd
-	_, err := s.rw.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		v = p.Get(ctx, k.Version)
-		all = p.HGetAll(ctx, k.Defs)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, 0, s.fail("tournament", fmt.Errorf("reading the tournaments: %w", err))
-	}
-	ver, _ := v.Int64() // missing: 0
-	return all.Val(), ver, nil
+	return s.versionedHash(ctx, k.Version, k.Defs, "tournament", "the tournaments")
 }
 
 // TournamentVersion returns the registry's version (0 before the first
 // tournament): what every gateway polls to learn that its copy is stale.
 func (s *Store) TournamentVersion(ctx context.Context, k shard.TournamentKeys) (int64, error) {
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	v, err := s.rw.Get(ctx, k.Version).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, s.fail("tournament", fmt.Errorf("reading the tournaments' version: %w", err))
-	}
-	return v, nil
+	return s.version(ctx, k.Version, "tournament", "the tournaments")
 }
