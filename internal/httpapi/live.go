@@ -188,7 +188,9 @@ type stream interface {
 func openStream(w http.ResponseWriter, r *http.Request, timeout time.Duration) stream {
 	rc := http.NewResponseController(w)
 	if r.ProtoMajor == 1 {
-		if conn, brw, err := rc.Hijack(); err == nil {
+		// Hijack clears the connection's deadlines; its buffered reader
+		// holds nothing more of use (a GET without a body).
+		if conn, _, err := rc.Hijack(); err == nil {
 			hdr := w.Header()
 			hdr.Set("Connection", "close")
 			hdr.Set("Date", time.Now().UTC().Format(http.TimeFormat))
@@ -199,8 +201,6 @@ func openStream(w http.ResponseWriter, r *http.Request, timeout time.Duration) s
 			rs := &rawStream{conn: conn, timeout: timeout, left: make(chan struct{}), status: b.Bytes()}
 			// What the client sends from now on (nothing, for an
 			// EventSource) is read and dropped; its end says it has gone.
-			_ = conn.SetReadDeadline(time.Time{})
-			_ = brw // its reader holds no request after this one: a GET without a body
 			go rs.watch()
 			return rs
 		}
