@@ -73,6 +73,7 @@ type cli struct {
 	users       int
 	depth       int
 	live        liveFlags
+	joinStorm   joinStormFlags
 }
 
 // bindFlags registers every flag with the current values of sc as defaults,
@@ -129,6 +130,7 @@ func bindFlags(fs *flag.FlagSet, sc *Scenario, c *cli) {
 	fs.IntVar(&c.rounds, "rounds", 1, "split the duration into N phases per target, interleaved gateway, baseline, gateway, … (for noisy machines)")
 	fs.BoolVar(&c.allowRemote, "allow-remote", false, "allow a gateway or Redis that is not on loopback")
 	bindLiveFlags(fs, &c.live)
+	bindJoinStormFlags(fs, &c.joinStorm)
 }
 
 // parseArgs builds the scenario: defaults, then -scenario FILE, then flags.
@@ -222,6 +224,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return reportFiles(stdout, c, rest)
 	case len(rest) > 0:
 		return fmt.Errorf("unexpected arguments %q", rest)
+	case c.joinStorm.n > 0:
+		dir := c.out
+		if dir == "" {
+			dir = filepath.Join("loadtest", "results", "js"+strconv.FormatInt(time.Now().UnixMilli(), 36))
+		}
+		return runJoinStorm(ctx, sc.Gateway, sc.Timeout, c.joinStorm, dir, stdout, stderr)
 	}
 	if err := sc.Validate(); err != nil {
 		return fmt.Errorf("scenario:\n%w", err)

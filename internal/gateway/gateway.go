@@ -196,6 +196,9 @@ type Service struct {
 	// joinPrep coalesces the cold start of a join storm: one period state
 	// read, one period record, one board listing per tournament period.
 	joinPrep singleflight.Group
+	// joins coalesces concurrent joins of one tournament period into few
+	// script calls (joinbatch.go).
+	joins *joinBatcher
 
 	// index is the read index of the families with index.enabled (nil when
 	// none has it); RunIndex makes it follow.
@@ -225,6 +228,9 @@ func New(o Options) (*Service, error) {
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
 		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
 	}
+	s.joins = newJoinBatcher(func(ctx context.Context, seats, meta string, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
+		return s.tourBE.Join(ctx, seats, meta, members, maxSize, nowMs)
+	})
 	s.replicaReads = o.Config.Redis.ReplicaReads && o.Backend.HasReplica()
 	s.serveStale = o.CacheServeStale
 	s.writes = redisWrites{s}

@@ -37,7 +37,7 @@ const (
 
 // TournamentBackend carries the tournament registry and joins.
 type TournamentBackend interface {
-	Join(ctx context.Context, seats, meta, member string, maxSize, nowMs int64) (store.JoinResult, error)
+	Join(ctx context.Context, seats, meta string, members []string, maxSize, nowMs int64) ([]store.JoinResult, error)
 	MarkJoined(ctx context.Context, joins, member string, nowMs int64) error
 	JoinSize(ctx context.Context, seats string) (int64, error)
 	CreateTournament(ctx context.Context, k shard.TournamentKeys, id string, def []byte, activeUntil *int64, nowMs int64, maxActive int) (string, int64, error)
@@ -483,7 +483,7 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 	if t.MaxSize != nil {
 		maxSize = *t.MaxSize
 	}
-	r, err := s.tourBE.Join(ctx, seats, meta, user, maxSize, now.UnixMilli())
+	r, err := s.joins.join(ctx, seats, meta, user, maxSize, now.UnixMilli())
 	if err != nil {
 		return JoinResult{}, writeUnavailable(err, "joining %s", id)
 	}

@@ -26,26 +26,38 @@ type JoinResult struct {
 	Size   int64
 }
 
-// Join takes a seat for member in one script on the seats hash (the joins
-// hash of the national board's shard 0) with that shard's meta: exactly
-// maxSize members get in under any concurrency (0: no bound).
-func (s *Store) Join(ctx context.Context, seats, meta, member string, maxSize, nowMs int64) (JoinResult, error) {
+// Join takes a seat for each member, in order, in one script on the seats
+// hash (the joins hash of the national board's shard 0) with that shard's
+// meta: exactly maxSize members get in under any concurrency (0: no bound).
+// It answers one result per member; a member named twice is "in" the
+// second time.
+func (s *Store) Join(ctx context.Context, seats, meta string, members []string, maxSize, nowMs int64) ([]JoinResult, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	v, err := joinScript.Run(ctx, s.rw, []string{seats, meta}, member, maxSize, nowMs).Slice()
+	args := make([]any, 0, 2+len(members))
+	args = append(args, maxSize, nowMs)
+	for _, m := range members {
+		args = append(args, m)
+	}
+	v, err := joinScript.Run(ctx, s.rw, []string{seats, meta}, args...).Slice()
 	if err != nil {
-		return JoinResult{}, s.fail("join", fmt.Errorf("join of %s: %w", member, err))
+		return nil, s.fail("join", fmt.Errorf("join of %d members: %w", len(members), err))
 	}
-	if len(v) != 2 {
-		return JoinResult{}, fmt.Errorf("join: unexpected reply %v", v)
+	if len(v) != 2*len(members) {
+		return nil, fmt.Errorf("join: %d replies for %d members", len(v)/2, len(members))
 	}
-	st, _ := v[0].(string)
-	n, _ := v[1].(int64)
-	switch r := (JoinResult{Status: JoinStatus(st), Size: n}); r.Status {
-	case JoinJoined, JoinIn, JoinFull, JoinClosed:
-		return r, nil
+	out := make([]JoinResult, len(members))
+	for i := range out {
+		st, _ := v[2*i].(string)
+		n, _ := v[2*i+1].(int64)
+		switch r := (JoinResult{Status: JoinStatus(st), Size: n}); r.Status {
+		case JoinJoined, JoinIn, JoinFull, JoinClosed:
+			out[i] = r
+		default:
+			return nil, fmt.Errorf("join: unexpected status %q", st)
+		}
 	}
-	return JoinResult{}, fmt.Errorf("join: unexpected status %q", st)
+	return out, nil
 }
 
 // MarkJoined records a joined member in the joins hash of its own board
