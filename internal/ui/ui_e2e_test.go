@@ -6,6 +6,8 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -167,6 +169,17 @@ func TestStatusPage(t *testing.T) {
 		res.Body.Close()
 	}
 
+	// An active tournament with one seat taken and one event: the page lists
+	// it and its board reads like any family's.
+	tourStart, tourEnd := time.Now().Add(-time.Minute).UTC(), time.Now().Add(time.Hour).UTC()
+	postJSON(t, srv.URL+"/v1/tournaments", fmt.Sprintf(`{"id":"cup-ui","title":"Friday cup","start":%q,"end":%q,"max_size":100}`,
+		tourStart.Format(time.RFC3339), tourEnd.Format(time.RFC3339)), http.StatusCreated)
+	postJSON(t, srv.URL+"/v1/tournaments/cup-ui/join", `{"user":"racer-1"}`, http.StatusOK)
+	tourPts := int64(7)
+	if _, err := stack.Service.ApplyEvent(ctx, gateway.Event{EventID: "cup-1", Family: "cup-ui", User: "racer-1", Delta: &tourPts}); err != nil {
+		t.Fatal(err)
+	}
+
 	bctx, problems := browser(t, path)
 	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/ui")); err != nil { // redirected to /ui/
 		t.Fatalf("navigate: %v", err)
@@ -233,6 +246,29 @@ func TestStatusPage(t *testing.T) {
 	// The cache hit ratio, from /metrics.
 	waitVisible(t, bctx, "the cache ratio", `#cache .ratio[data-family="learning"]`)
 
+	// Active tournaments: listed with their seats; the link shows the
+	// tournament's board in the live top.
+	waitVisible(t, bctx, "the tournaments card", "#tournaments-body td.tournament")
+	if n := count(t, bctx, "#tournaments-body tr"); n != 1 {
+		t.Errorf("tournaments card lists %d rows, want 1", n)
+	}
+	if got := text(t, bctx, "#tournaments-body td.seats"); got != "1 / 100" {
+		t.Errorf("seats shown %q, want 1 / 100", got)
+	}
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS("#tournaments-body a.show"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](
+		`document.querySelector("#top-body tr:first-child td.user")?.textContent === "racer-1" && document.querySelector("#family").value === "cup-ui"`,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Errorf("the tournament's top did not show racer-1: %v", err)
+	}
+	// Back to the family the rest of the test reads.
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](
+		`(() => { const s = document.querySelector("#family"); s.value = "learning"; s.dispatchEvent(new Event("change")); return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
+
 	// The top refreshes by itself: user-05 overtakes everyone.
 	d := int64(1000)
 	if _, err := stack.Service.ApplyEvent(ctx, gateway.Event{EventID: "jump", Family: "learning", User: "user-05", Delta: &d}); err != nil {
@@ -255,5 +291,19 @@ func TestStatusPage(t *testing.T) {
 	}
 	for _, p := range problems() {
 		t.Errorf("page problem: %s", p)
+	}
+}
+
+// postJSON posts body to url and fails the test unless the answer is want.
+func postJSON(t *testing.T, url, body string, want int) {
+	t.Helper()
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != want {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("POST %s: %d %s, want %d", url, res.StatusCode, b, want)
 	}
 }

@@ -14,6 +14,7 @@
   const params = new URLSearchParams(location.search);
   const state = {
     families: [],
+    tournaments: [], // the active ones (GET /v1/tournaments?state=active)
     family: params.get("family") || "",
     board: params.get("board") || "",
     limit: params.get("limit") || "10",
@@ -157,15 +158,46 @@
     }
   }
 
+  // The family select lists the configured families, then the active
+  // tournaments (a tournament's boards read like any family's).
   function fillFamilySelect() {
     const sel = $("family");
-    const names = state.families.map((f) => f.name);
+    const opts = state.families.map((f) => ({ value: f.name, label: f.name }))
+      .concat(state.tournaments.map((t) => ({ value: t.id, label: `${t.id} (tournament)` })));
+    const names = opts.map((o) => o.value);
     if (!names.includes(state.family)) state.family = names[0] || "";
     const current = [...sel.options].map((o) => o.value).join("\n");
     if (current !== names.join("\n")) {
-      sel.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
+      sel.replaceChildren(...opts.map((o) => el("option", { value: o.value }, o.label)));
     }
     sel.value = state.family;
+  }
+
+  // ------------------------------------------------------------ tournaments
+
+  // loadTournaments lists the active tournaments; the card stays hidden
+  // when there is none or the gateway has tournaments disabled (404).
+  async function loadTournaments() {
+    try {
+      const list = await api("/v1/tournaments?state=active");
+      state.tournaments = list.tournaments || [];
+      showError("tournaments-error", null);
+    } catch (err) {
+      state.tournaments = [];
+      if (err.status !== 404) showError("tournaments-error", err);
+    }
+    $("tournaments-card").hidden = state.tournaments.length === 0 && $("tournaments-error").hidden;
+    $("tournaments-body").replaceChildren(...state.tournaments.map((t) => {
+      const link = el("a", { href: `?family=${enc(t.id)}&board=national`, class: "show" }, t.id);
+      link.addEventListener("click", (e) => { e.preventDefault(); state.board = "national"; $("top-why").hidden = true; selectFamily(t.id); });
+      return el("tr", {},
+        el("td", { class: "tournament" }, link),
+        el("td", {}, t.title || ""),
+        el("td", { class: "period" }, t.period || ""),
+        el("td", { class: "num seats" }, t.max_size ? `${fmtNum(t.size)} / ${fmtNum(t.max_size)}` : fmtNum(t.size)),
+        el("td", {}, fmtTime(t.ends)));
+    }));
+    fillFamilySelect();
   }
 
   // The busiest board is the one with the most members in its family's
@@ -587,7 +619,7 @@
     $("token").value = sessionStorage.getItem("rankgate-token") || "";
     $("token").addEventListener("change", () => {
       sessionStorage.setItem("rankgate-token", $("token").value.trim());
-      loadFamilies().then(() => selectFamily(state.family));
+      Promise.all([loadFamilies(), loadTournaments()]).then(() => selectFamily(state.family));
       refreshLayout();
     });
     $("limit").value = ["10", "20", "50"].includes(state.limit) ? state.limit : "10";
@@ -603,11 +635,12 @@
 
     // Without a board in the address, open on the busiest one.
     const chosen = params.has("family") || params.has("board");
-    loadFamilies().then(() => (chosen ? null : pickBusiest())).then(() => selectFamily(state.family)).then(() => {
+    Promise.all([loadFamilies(), loadTournaments()]).then(() => (chosen ? null : pickBusiest())).then(() => selectFamily(state.family)).then(() => {
       if (state.member) search(state.member);
       setInterval(refreshTop, TOP_EVERY_MS);
     });
     setInterval(loadFamilies, FAMILIES_EVERY_MS);
+    setInterval(loadTournaments, FAMILIES_EVERY_MS);
     every(CACHE_EVERY_MS, refreshCache);
     every(LAYOUT_EVERY_MS, refreshLayout);
     let resizing = 0;
