@@ -248,13 +248,10 @@ func (l *Log) Record(ctx context.Context, e Entry) error {
 	return nil
 }
 
-// List returns a page of entries, newest first. limit 0 is DefaultLimit; a
-// limit outside 1..MaxLimit is 400 invalid_argument (field limit), a cursor
-// the backend did not hand out 400 invalid_cursor (field cursor).
+// List returns a page of entries, newest first. A limit outside
+// 1..MaxLimit is 400 invalid_argument (field limit), a cursor the backend
+// did not hand out 400 invalid_cursor (field cursor).
 func (l *Log) List(ctx context.Context, limit int, cursor string) (Page, error) {
-	if limit == 0 {
-		limit = DefaultLimit
-	}
 	if limit < 1 || limit > MaxLimit {
 		return Page{}, rank.Invalid("limit", "limit must be within 1..%d", MaxLimit)
 	}

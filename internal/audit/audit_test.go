@@ -157,8 +157,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name, action string) float6
 }
 
 // TestListValidates: limit outside 1..1000 is 400 naming limit, a foreign
-// cursor 400 invalid_cursor naming cursor, a backend failure 503; 0 is the
-// default.
+// cursor 400 invalid_cursor naming cursor, a backend failure 503.
 func TestListValidates(t *testing.T) {
 	t.Parallel()
 	be := &memBackend{}
@@ -177,7 +176,8 @@ func TestListValidates(t *testing.T) {
 		wantField string
 		wantLen   int
 	}{
-		{title: "default", limit: 0, wantLen: audit.DefaultLimit},
+		{title: "fifty", limit: audit.DefaultLimit, wantLen: audit.DefaultLimit},
+		{title: "zero", limit: 0, wantCode: rank.CodeInvalidArgument, wantField: "limit"},
 		{title: "one", limit: 1, wantLen: 1},
 		{title: "max", limit: audit.MaxLimit, wantLen: 60},
 		{title: "zero below", limit: -1, wantCode: rank.CodeInvalidArgument, wantField: "limit"},
