@@ -31,6 +31,26 @@ var auditTokens = []httpapi.Token{
 	{Name: "READ_TOKEN", Secret: "read-secret-0003", Scopes: []string{"read"}},
 }
 
+// auditFamilies adds a derived family (and its input) to e2eFamilies.
+const auditFamilies = `  dbase:
+    period: all
+    key_group: dseason
+    max_points: 1000
+    dimensions:
+      national: {shards: 2}
+  dfinal:
+    source: derived
+    period: all
+    key_group: dseason
+    rank: competition
+    max_points: 1000
+    derived_from:
+      inputs:
+        - {family: dbase}
+    dimensions:
+      national: {shards: 2}
+`
+
 // bearer adds a token to every request.
 type bearer struct {
 	secret string
@@ -47,7 +67,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // contract-checked client per token of auditTokens.
 func auditGateways(t *testing.T, l *ledger.Ledger) (admin, ops, reader *gw) {
 	t.Helper()
-	o := teststack.Options{Families: e2eFamilies, Tokens: auditTokens}
+	o := teststack.Options{Families: e2eFamilies + auditFamilies, Tokens: auditTokens}
 	if l != nil {
 		o.Ledger, o.Audit = l, l.AuditLog()
 	}
@@ -87,6 +107,9 @@ type auditStep struct {
 	status       int
 	// The entry it leaves; none when action is "".
 	operator, declared, action, target, reason string
+	// late, when set, fills path and target just before the step runs
+	// (from what earlier steps made).
+	late func(s *auditStep)
 }
 
 // runAuditSteps sends each step and checks, after each, that the newest
@@ -106,6 +129,9 @@ func runAuditSteps(t *testing.T, admin *gw, pre []auditEntry, steps []auditStep)
 		return p.Entries[0], true
 	}
 	for _, s := range steps {
+		if s.late != nil {
+			s.late(&s)
+		}
 		before, _ := newest()
 		start := time.Now()
 		if r := s.g.do(t, s.method, s.path, s.body); r.status != s.status {
@@ -198,6 +224,9 @@ func TestAuditRecordsAdminChangesRedisOnly(t *testing.T) {
 			operator: "ADMIN_TOKEN", action: "tournament.create", target: "tournament:audit-cup"},
 		{title: "tournament cancelled", g: ops, method: "DELETE", path: "/v1/tournaments/audit-cup", status: 200,
 			operator: "OPS_TOKEN", action: "tournament.cancel", target: "tournament:audit-cup"},
+		{title: "derive", g: ops, method: "POST", path: "/v1/periods/dfinal/current/derive", status: 200,
+			operator: "OPS_TOKEN", action: "period.derive", target: "period:dfinal/all"},
+		{title: "derive of a family that is not derived", g: ops, method: "POST", path: "/v1/periods/learning/current/derive", status: 409},
 		{title: "freeze", g: admin, method: "POST", path: "/v1/periods/learning/current/freeze", status: 200,
 			operator: "ADMIN_TOKEN", action: "period.freeze", target: period},
 		{title: "a read is no admin change", g: reader, method: "GET", path: "/v1/bans", status: 403},
@@ -253,6 +282,19 @@ func TestAuditRecordsAdminChangesLedger(t *testing.T) {
 			operator: "OPS_TOKEN", action: "period.freeze", target: "period:learning/" + week},
 		{title: "settle", g: admin, method: "POST", path: "/v1/periods/learning/current/settle", body: map[string]any{"top": 10}, status: 200,
 			operator: "ADMIN_TOKEN", action: "period.settle", target: "period:learning/" + week},
+		{title: "award sent again", g: ops, method: "POST", status: 200, operator: "OPS_TOKEN", action: "award.retry",
+			late: func(s *auditStep) {
+				var aw struct {
+					Awards []struct {
+						Key string `json:"idempotency_key"`
+					} `json:"awards"`
+				}
+				admin.ok(t, "GET", "/v1/awards?family=learning", nil, &aw)
+				if len(aw.Awards) == 0 {
+					t.Fatal("the settlement left no award")
+				}
+				s.path, s.target = "/v1/awards/"+aw.Awards[0].Key+"/retry", "award:"+aw.Awards[0].Key
+			}},
 		{title: "archive", g: ops, method: "POST", path: "/v1/periods/learning/current/archive", status: 200,
 			operator: "OPS_TOKEN", action: "period.archive", target: "period:learning/" + week},
 	}
@@ -276,8 +318,8 @@ func TestAuditRecordsAdminChangesLedger(t *testing.T) {
 			break
 		}
 	}
-	if n != 8 {
-		t.Fatalf("the Go client paged %d entries, want 8", n)
+	if n != 9 {
+		t.Fatalf("the Go client paged %d entries, want 9", n)
 	}
 	if _, err := c.Audit(context.Background(), 0, strings.Repeat("9", 3)+"x"); client.Code(err) != "invalid_cursor" {
 		t.Fatalf("a bad cursor: %v", fmt.Sprint(err))
