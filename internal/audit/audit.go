@@ -143,6 +143,23 @@ func MemberTarget(secret []byte, member string) string {
 	return memberHashPrefix + hex.EncodeToString(m.Sum(nil))
 }
 
+// Erasure is the entry of a member's erasure (DELETE /v1/members/{member}):
+// target is the member's keyed hash (MemberTarget, asked for before the
+// erasure runs, so that a gateway without a secret refuses the erasure
+// instead of making one it cannot record), and every occurrence of the
+// member id in the request's reason and declared operator is replaced by
+// "[member]": the clear id goes into no field. The caller sets nothing
+// else; Record adds the time, the handler the operator.
+func Erasure(target, member, declaredOperator, reason string) Entry {
+	cut := func(s string) string {
+		if member == "" {
+			return s
+		}
+		return strings.ReplaceAll(s, member, "[member]")
+	}
+	return Entry{Action: ActionMemberErase, Target: target, DeclaredOperator: cut(declaredOperator), Reason: cut(reason)}
+}
+
 // Options configure New.
 type Options struct {
 	// Logger receives the failures of recording (at error level); nil

@@ -203,6 +203,34 @@ func TestListValidates(t *testing.T) {
 	}
 }
 
+// TestErasureEntry: the erasure entry names the member by its hash only,
+// even where the request's reason or declared operator named it; Record
+// takes it.
+func TestErasureEntry(t *testing.T) {
+	t.Parallel()
+	be := &memBackend{}
+	l, _ := newLog(t, be, audit.Options{Secret: secret})
+	target, err := l.MemberTarget("u42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := audit.Erasure(target, "u42", "support for u42", "u42 asked to be forgotten (ticket u42-1)")
+	e.Operator = "ADMIN"
+	if err := l.Record(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	got := be.entries[0]
+	if got.Action != audit.ActionMemberErase || got.Target != target || got.Reason != "[member] asked to be forgotten (ticket [member]-1)" ||
+		got.DeclaredOperator != "support for [member]" {
+		t.Fatalf("stored %+v", got)
+	}
+	for _, f := range []string{got.Operator, got.DeclaredOperator, got.Action, got.Target, got.Reason} {
+		if strings.Contains(f, "u42") {
+			t.Fatalf("field %q holds the member id", f)
+		}
+	}
+}
+
 // TestSecret: a short secret is refused; without one, the Log's
 // MemberTarget is ErrNoSecret; with one, it is the package's.
 func TestSecret(t *testing.T) {

@@ -14,6 +14,9 @@ import (
 type AuditLog interface {
 	audit.Recorder
 	List(ctx context.Context, limit int, cursor string) (audit.Page, error)
+	// MemberTarget names a member by its keyed hash (an erasure's target);
+	// audit.ErrNoSecret without audit.hmac_secret_env.
+	MemberTarget(member string) (string, error)
 }
 
 var _ AuditLog = (*audit.Log)(nil)
