@@ -320,6 +320,10 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		return err
 	}
 	defer closeLedger()
+	auditLog, err := newAuditLog(cfg, st, led, getenv, log, reg, now)
+	if err != nil {
+		return err
+	}
 	svc, err := gateway.New(gateway.Options{Config: cfg, Backend: st, Logger: log, Registerer: reg, Ledger: led, Now: now,
 		CacheServeStale: true})
 	if err != nil {
@@ -363,7 +367,7 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		MaxInflight: cfg.Server.MaxInflight, RequestTimeout: cfg.Server.RequestTimeout,
 		Families: httpapi.ConfigFamilies(cfg), TracerProvider: tp, Propagator: tr.Propagator,
 		CORS:    httpapi.CORSOptions{AllowedOrigins: cfg.Server.CORS.AllowedOrigins, MaxAge: cfg.Server.CORS.MaxAge},
-		Tickets: tickets, Players: players,
+		Tickets: tickets, Players: players, Audit: auditLog,
 		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: cfg.Live.Heartbeat, WriteTimeout: cfg.Live.WriteTimeout}})
 	if err != nil {
 		return err

@@ -111,6 +111,8 @@ type Config struct {
 	Live Live
 	// Tournaments: competitions created at run time (POST /v1/tournaments).
 	Tournaments Tournaments
+	// Audit configures the audit log of administrative changes.
+	Audit Audit
 	// Families by name; FamilyNames lists the names sorted.
 	Families    map[string]*Family
 	FamilyNames []string
@@ -124,6 +126,24 @@ type Tournaments struct {
 	MaxActive int
 	// Defaults apply to a tournament that does not set them.
 	Defaults TournamentDefaults
+}
+
+// Audit configures the audit log (GET /v1/audit).
+type Audit struct {
+	// MaxEntries caps the Redis stream that holds the log in Redis-only
+	// mode (XADD MAXLEN ~): the oldest entries leave first. The ledger's
+	// table (ledger mode) is not capped.
+	MaxEntries int64
+	// HMACSecretEnv names the env var holding the key of the keyed hash
+	// that names an erased member in the log (at least 32 bytes); empty:
+	// none, and an erasure cannot be recorded.
+	HMACSecretEnv string
+}
+
+// HMACSecret returns the secret from the env var HMACSecretEnv names (nil
+// getenv: os.Getenv), surrounding blanks trimmed.
+func (a Audit) HMACSecret(getenv func(string) string) string {
+	return strings.TrimSpace(lookup(a.HMACSecretEnv, getenv))
 }
 
 // TournamentDefaults are a tournament's rules where its request is silent.
@@ -548,6 +568,7 @@ func Default() *Config {
 			WriteTimeout: 10 * time.Second, MaxBehind: 30 * time.Second},
 		Tournaments: Tournaments{Enabled: true, MaxActive: 1000,
 			Defaults: TournamentDefaults{Shards: 1, CacheTTL: time.Second, Grace: 10 * time.Second, Retention: 1080 * time.Hour}},
+		Audit:    Audit{MaxEntries: 100_000},
 		Families: map[string]*Family{},
 	}
 }

@@ -179,6 +179,12 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				},
 			})
 		},
+		"audit": func(n *yaml.Node, key string) {
+			d.fields(n, key, map[string]field{
+				"max_entries":     intField(d, &c.Audit.MaxEntries),
+				"hmac_secret_env": d.str(&c.Audit.HMACSecretEnv),
+			})
+		},
 		"tracing": func(n *yaml.Node, key string) {
 			d.fields(n, key, map[string]field{"enabled": d.bool(&c.Tracing.Enabled)})
 		},

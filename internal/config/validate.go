@@ -48,6 +48,8 @@ const (
 	maxIndexBoards   = 100_000
 	maxIndexMembers  = 1_000_000_000
 	minFeedLen       = 1000
+	minAuditEntries  = 1000
+	maxAuditEntries  = 100_000_000
 	maxFeedLen       = 10_000_000
 	maxIndexLag      = time.Minute
 	maxCORSMaxAge    = 24 * time.Hour
@@ -105,6 +107,10 @@ func (c *Config) Validate() error {
 	c.validateServer(v)
 	c.validateAwards(v)
 	c.validateIndex(v)
+	if a := c.Audit; a.MaxEntries < minAuditEntries || a.MaxEntries > maxAuditEntries {
+		v.errorf("audit.max_entries", "%d is out of range %d..%d", a.MaxEntries, int64(minAuditEntries), int64(maxAuditEntries))
+	}
+	v.envName("audit.hmac_secret_env", c.Audit.HMACSecretEnv)
 	c.validateLive(v)
 	c.validateTournaments(v)
 

@@ -55,6 +55,8 @@ func TestParseErrors(t *testing.T) {
 		{"index max_boards 0", "index:\n  max_boards: 0\n" + withFamily(""), "index.max_boards", "out of range 1..100000"},
 		{"index max_members 0", "index:\n  max_members: 0\n" + withFamily(""), "index.max_members", "out of range 1..1000000000"},
 		{"index feed_len 10", "index:\n  feed_len: 10\n" + withFamily(""), "index.feed_len", "out of range 1000..10000000"},
+		{"audit max_entries 10", "audit:\n  max_entries: 10\n" + withFamily(""), "audit.max_entries", "out of range 1000..100000000"},
+		{"audit secret env not a name", "audit:\n  hmac_secret_env: \"a b\"\n" + withFamily(""), "audit.hmac_secret_env", "not an environment variable name"},
 		{"index idle_after 10ms", "index:\n  idle_after: 10ms\n" + withFamily(""), "index.idle_after", "must be ≥ 1s"},
 		{"index poll_interval 0", "index:\n  poll_interval: 0s\n" + withFamily(""), "index.poll_interval", "out of range 1ms..1s"},
 		{"index poll_idle below poll_interval", "index:\n  poll_interval: 50ms\n  poll_idle: 10ms\n" + withFamily(""), "index.poll_idle", "out of range poll_interval"},

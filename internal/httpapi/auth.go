@@ -209,7 +209,8 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if needsPrincipal(r.Pattern) {
+		// Admin routes name their operator in the audit log (OperatorOf).
+		if rule.scope == ScopeAdmin || needsPrincipal(r.Pattern) {
 			if _, ok := PrincipalFrom(r.Context()); !ok {
 				r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 				if TicketRoute(r.Pattern) {
@@ -404,6 +405,7 @@ var scopeRules = []scopeRule{
 	{path: "/v1/reviews", prefix: true, scope: ScopeAdmin},
 	{path: "/v1/corrections", prefix: true, scope: ScopeAdmin},
 	{path: "/v1/admin", prefix: true, scope: ScopeAdmin},
+	{path: "/v1/audit", prefix: true, scope: ScopeAdmin},
 	{path: boardRule + "/rebuild", prefix: true, scope: ScopeAdmin},
 	{path: boardRule + "/reconcile", prefix: true, scope: ScopeAdmin},
 	{method: http.MethodPost, path: "/v1/awards/{}/retry", scope: ScopeAdmin},

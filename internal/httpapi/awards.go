@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/rankgate/rankgate/internal/audit"
 	"github.com/rankgate/rankgate/internal/gateway"
 )
 
@@ -37,5 +38,6 @@ func (s *server) retryAward(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionAwardRetry, Target: "award:" + r.PathValue("key")})
 	return writeJSON(w, http.StatusOK, res)
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rankgate/rankgate/internal/audit"
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/player"
 	"github.com/rankgate/rankgate/internal/rank"
@@ -393,6 +394,7 @@ func (s *server) freeze(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionPeriodFreeze, Target: "period:" + res.Family + "/" + res.Period})
 	return writeJSON(w, http.StatusOK, res)
 }
 
@@ -436,6 +438,7 @@ func (s *server) settle(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionPeriodSettle, Target: "period:" + res.Family + "/" + res.Period})
 	return writeJSON(w, http.StatusOK, res)
 }
 
@@ -452,6 +455,7 @@ func (s *server) archive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionPeriodArchive, Target: "period:" + res.Family + "/" + res.Period})
 	return writeJSON(w, http.StatusOK, res)
 }
 
@@ -464,6 +468,10 @@ func (s *server) correct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if !res.Duplicate { // a replayed correction changed nothing
+		s.record(r, audit.Entry{Action: audit.ActionCorrection, DeclaredOperator: c.Operator, Reason: c.Reason,
+			Target: "correction:" + c.CorrectionID + " period:" + c.Family + "/" + res.Period + " " + memberTarget(c.User)})
+	}
 	return writeJSON(w, http.StatusOK, res)
 }
 
@@ -472,6 +480,7 @@ func (s *server) rebuild(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionBoardRebuild, Target: "board:" + res.Board})
 	return writeJSON(w, http.StatusOK, res)
 }
 
@@ -505,6 +514,12 @@ func (s *server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	action := audit.ActionReviewReject
+	if *req.Accept {
+		action = audit.ActionReviewAccept
+	}
+	s.record(r, audit.Entry{Action: action, DeclaredOperator: req.Operator,
+		Target: "review:" + r.PathValue("id") + " period:" + req.Family + "/" + req.Period})
 	return writeJSON(w, http.StatusOK, res)
 }
 
@@ -513,6 +528,7 @@ func (s *server) derive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionPeriodDerive, Target: "period:" + res.Family + "/" + res.Period})
 	return writeJSON(w, http.StatusOK, res)
 }
 

@@ -159,6 +159,10 @@ type Options struct {
 	// max_delta, the per-member rate. Nil: player tokens write nothing
 	// (403).
 	Players PlayerWrites
+	// Audit records every administrative change (who, what, when, why) and
+	// serves GET /v1/audit. Nil: nothing is recorded and GET /v1/audit
+	// answers 503.
+	Audit AuditLog
 	// Tickets is the store POST /v1/tickets issues from; give the same one
 	// to NewAuth (AuthOptions.Tickets), which accepts them. Nil: a store
 	// with the defaults (fine when Auth is nil: the API is open anyway).
@@ -211,6 +215,8 @@ type server struct {
 	liveOpts LiveOptions
 	// players checks the events of player tokens; nil: refused.
 	players PlayerWrites
+	// audit records administrative changes; nil: none.
+	audit AuditLog
 }
 
 // New builds the rankgate HTTP handler.
@@ -239,6 +245,7 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	s.families = opts.Families
 	s.liveOpts = opts.Live
 	s.players = opts.Players
+	s.audit = opts.Audit
 	if s.cors, err = newCORS(opts.CORS); err != nil {
 		return nil, err
 	}
@@ -334,6 +341,7 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("PUT /v1/bans/{member}", s.putBan)
 	api("DELETE /v1/bans/{member}", s.deleteBan)
 	api("GET /v1/bans", s.listBans)
+	api("GET /v1/audit", s.auditList)
 	// Competitions.
 	api("POST /v1/tournaments", s.createTournament)
 	api("GET /v1/tournaments", s.listTournaments)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/rankgate/rankgate/internal/audit"
 	"github.com/rankgate/rankgate/internal/gateway"
 )
 
@@ -20,6 +21,8 @@ func (s *server) removeMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionMemberRemove, Target: boardTarget(r) + " " + memberTarget(r.PathValue("member")),
+		DeclaredOperator: req.Operator, Reason: req.Reason})
 	return writeJSON(w, http.StatusOK, res)
 }
 
@@ -46,6 +49,8 @@ func (s *server) putBan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionMemberBan, Target: memberTarget(r.PathValue("member")) + familiesTarget(req.Families),
+		DeclaredOperator: req.Operator, Reason: req.Reason})
 	return writeJSON(w, http.StatusOK, res)
 }
 
@@ -54,6 +59,7 @@ func (s *server) deleteBan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionMemberUnban, Target: memberTarget(r.PathValue("member"))})
 	return writeJSON(w, http.StatusOK, res)
 }
 

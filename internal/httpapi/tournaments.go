@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/rankgate/rankgate/internal/audit"
 	"github.com/rankgate/rankgate/internal/competition"
 	"github.com/rankgate/rankgate/internal/rank"
 )
@@ -27,6 +28,7 @@ func (s *server) createTournament(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionTournamentCreate, Target: "tournament:" + res.ID})
 	return writeJSON(w, http.StatusCreated, res)
 }
 
@@ -51,6 +53,7 @@ func (s *server) cancelTournament(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	s.record(r, audit.Entry{Action: audit.ActionTournamentCancel, Target: "tournament:" + res.ID})
 	return writeJSON(w, http.StatusOK, res)
 }
 

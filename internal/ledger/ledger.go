@@ -12,7 +12,8 @@
 // Points are stored as the user sees them (not negated for asc families);
 // Rules.Desc only matters for the order of settlement standings.
 //
-// It imports pgx and internal/rank only; it must not import go-redis,
+// It imports pgx, internal/rank and internal/audit (the audit log's entry,
+// kept in a table) only; it must not import go-redis,
 // internal/store, internal/gateway or net/http.
 package ledger
 

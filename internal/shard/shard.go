@@ -335,3 +335,13 @@ func (l Layout) Tournaments() TournamentKeys {
 	base := l.Prefix + ":{tournaments}:"
 	return TournamentKeys{Defs: base + "defs", Active: base + "active", Version: base + "v"}
 }
+
+// Audit returns the stream of the audit log (Redis-only mode), under the tag
+// "{audit}": one key for the whole log. Administrative changes are rare (a
+// handful a minute), so one stream in one slot costs nothing measurable and
+// gives every entry one total order (its stream id), which is what paging
+// newest-first without repeats or gaps needs; spread over several keys, a
+// page would have to merge them.
+func (l Layout) Audit() string {
+	return l.Prefix + ":{audit}:log"
+}

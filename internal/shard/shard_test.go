@@ -215,6 +215,7 @@ func TestTournamentKeys(t *testing.T) {
 		{"joins", JoinsKey(k.Z), "rk:{spring-cup:national:03}:20261205T1000:jn"},
 		{"attempts", AttemptsKey(k.Z), "rk:{spring-cup:national:03}:20261205T1000:at"},
 		{"defs", l.Tournaments().Defs, "rk:{tournaments}:defs"},
+		{"audit log", l.Audit(), "rk:{audit}:log"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {

@@ -3,7 +3,8 @@
 // knows go-redis and the scripts' argument order; it does not build keys
 // (internal/shard does) nor merge shards (internal/gateway does).
 //
-// It imports go-redis, internal/shard and internal/rank; it must not import
+// It imports go-redis, internal/shard, internal/rank and internal/audit (the
+// audit log's entry, kept in a stream); it must not import
 // net/http, internal/gateway or internal/ledger.
 package store
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/rankgate/rankgate/internal/audit"
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/gateway"
 	"github.com/rankgate/rankgate/internal/httpapi"
@@ -89,6 +90,8 @@ type Stack struct {
 	Monitor  *monitor.Monitor
 	// Live is the hub behind GET {board}/live.
 	Live *live.Hub
+	// Audit is the audit log the API records in and lists.
+	Audit *audit.Log
 }
 
 // Options shape a Stack; the zero value is DefaultFamilies on the real store.
@@ -115,6 +118,11 @@ type Options struct {
 	// events go through the rules of the families' client_writes, counted
 	// in Redis as cmd/gateway does.
 	JWT player.Options
+	// Audit, when set, stores the audit log (the ledger's, say); nil: the
+	// capped stream under the stack's prefix, as in Redis-only mode.
+	Audit audit.Backend
+	// AuditSecret is the key of the erased members' hash (nil: none).
+	AuditSecret []byte
 	// Prefix, when set, is the key prefix instead of a fresh one: two
 	// Stacks with one prefix are two gateways on the same data (the first
 	// one's cleanup removes it).
@@ -233,8 +241,16 @@ func New(tb testing.TB, o Options) *Stack {
 		}
 		auth = a.Wrap
 	}
+	auditBE := o.Audit
+	if auditBE == nil {
+		auditBE = st.AuditStream(shard.Layout{Prefix: prefix}.Audit(), cfg.Audit.MaxEntries)
+	}
+	auditLog, err := audit.New(auditBE, audit.Options{Registerer: reg, Secret: o.AuditSecret})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	h, err := httpapi.New(svc, httpapi.Options{Registerer: reg, Gatherer: reg, Families: httpapi.ConfigFamilies(cfg),
-		TracerProvider: o.TracerProvider, Auth: auth, Tickets: tickets, CORS: o.CORS, Players: players,
+		TracerProvider: o.TracerProvider, Auth: auth, Tickets: tickets, CORS: o.CORS, Players: players, Audit: auditLog,
 		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: ord(o.Live.Heartbeat, lv.Heartbeat),
 			WriteTimeout: ord(o.Live.WriteTimeout, lv.WriteTimeout)}})
 	if err != nil {
@@ -256,5 +272,5 @@ func New(tb testing.TB, o Options) *Stack {
 		go func() { defer close(done); sc.Run(sctx) }()
 		tb.Cleanup(func() { stop(); <-done })
 	}
-	return &Stack{Config: cfg, Prefix: prefix, Store: st, Service: svc, Handler: h, Registry: reg, Monitor: mon, Live: hub}
+	return &Stack{Config: cfg, Prefix: prefix, Store: st, Service: svc, Handler: h, Registry: reg, Monitor: mon, Live: hub, Audit: auditLog}
 }

@@ -372,6 +372,11 @@ export class RankgateClient {
     return this.send("listBans", o, (init) => this.api.GET("/v1/bans", init));
   }
 
+  /** The audit log, newest first: follow `next_cursor` for older entries. */
+  listAudit(q: Query<"listAudit"> = {}, o?: CallOptions) {
+    return this.send("listAudit", o, (init) => this.api.GET("/v1/audit", { ...init, params: { query: q } }));
+  }
+
   /** Bans a member (banning again replaces the ban: retried). */
   putBan(member: string, r: Schemas["BanRequest"], o?: CallOptions) {
     return this.send("putBan", o, (init) => this.api.PUT("/v1/bans/{member}", { ...init, params: { path: { member } }, body: r }));

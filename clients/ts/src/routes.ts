@@ -54,6 +54,7 @@ export const routes = {
   reconcileBoard: { method: "GET", path: "/v1/boards/{family}/{period}/{dimension}/reconcile", idempotent: true },
   getMemberHistory: { method: "GET", path: "/v1/boards/{family}/{period}/{dimension}/members/{member}/history", idempotent: true },
   listBans: { method: "GET", path: "/v1/bans", idempotent: true },
+  listAudit: { method: "GET", path: "/v1/audit", idempotent: true },
   putBan: { method: "PUT", path: "/v1/bans/{member}", idempotent: true },
   deleteBan: { method: "DELETE", path: "/v1/bans/{member}", idempotent: false },
   listAwards: { method: "GET", path: "/v1/awards", idempotent: true },

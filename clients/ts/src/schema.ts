@@ -547,6 +547,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log of administrative changes, newest first
+         * @description Who changed what, when and why: every member removal, ban and unban, correction, review decision, erasure, rebuild, derive, tournament created or cancelled, manual freeze, settle and archive, and award sent again, once it succeeded. `operator` is the caller's static token (its name, never the secret) or `jwt:` and a player token's subject (`anonymous` on an open API); `declared_operator` is the `operator` the request body named, unverified. An erased member appears only as a keyed hash (`member:hmac-sha256:<hex>`). Ledger mode keeps the log in PostgreSQL; Redis-only mode in a stream capped at `audit.max_entries` (the oldest leave first). Follow `next_cursor` for older entries: pages never repeat or skip an entry; entries recorded after the first page are not in later pages (start again from the top for them).
+         */
+        get: operations["listAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/bans": {
         parameters: {
             query?: never;
@@ -1601,6 +1621,25 @@ export interface components {
         };
         BanList: {
             bans: components["schemas"]["Ban"][];
+        };
+        AuditEntry: {
+            /** Format: date-time */
+            at: string;
+            /** @description The static token's name, `jwt:<subject>`, or `anonymous` on an open API. */
+            operator: string;
+            /** @description The `operator` the request body named (unverified); absent when it named none. */
+            declared_operator?: string;
+            /** @enum {string} */
+            action: "member.remove" | "member.ban" | "member.unban" | "member.erase" | "correction" | "review.accept" | "review.reject" | "board.rebuild" | "period.freeze" | "period.settle" | "period.archive" | "period.derive" | "tournament.create" | "tournament.cancel" | "award.retry";
+            /** @description What changed: `board:F/P/D member:M`, `member:M`, `period:F/P`, `tournament:ID`, …; an erased member only as `member:hmac-sha256:<hex>`. */
+            target: string;
+            /** @description The request's reason; empty when the route takes none. */
+            reason: string;
+        };
+        AuditPage: {
+            entries: components["schemas"]["AuditEntry"][];
+            /** @description The `cursor` of the next (older) page; absent on the last. */
+            next_cursor?: string;
         };
         Status: {
             /** @constant */
@@ -2960,6 +2999,37 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             412: components["responses"]["LedgerRequired"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAudit: {
+        parameters: {
+            query?: {
+                /** @description Entries per page, 1..1000. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page (opaque; a tampered one is 400 `invalid_cursor`). */
+                cursor?: components["parameters"]["cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -167,6 +167,11 @@ describe("against a real gateway", { skip: why || false }, () => {
     await assert.rejects(c.postEvent({ event_id: id("b2"), family: "learning", user: banned, delta: 5 }), (err) => err.status === 403 && err.code === "member_banned");
     assert.equal((await c.deleteBan(banned)).user, banned);
     await assert.rejects(c.deleteBan(banned), (err) => err.status === 404);
+    const audit = await c.listAudit({ limit: 1 });
+    assert.deepEqual(audit.entries.map((e) => [e.action, e.target]), [["member.unban", `member:${banned}`]], "the newest audit entry is the unban");
+    assert.ok(audit.next_cursor, "older entries follow");
+    const older = await c.listAudit({ limit: 1, cursor: audit.next_cursor });
+    assert.deepEqual(older.entries.map((e) => [e.action, e.target, e.reason]), [["member.ban", `member:${banned} families:learning`, "abuse"]]);
 
     await c.postEvent({ event_id: id("q1"), family: "quiz", user: u, delta: 21 });
     const d = await c.derivePeriod("quiz_double", "current");
