@@ -111,6 +111,7 @@ type Backend interface {
 	BanBackend
 	IndexBackend
 	TournamentBackend
+	EraseBackend
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -140,6 +141,9 @@ type Options struct {
 	// AfterLedgerCommit, a test hook, runs between the ledger commit and the
 	// Redis projection of each event; an error plays a crash there.
 	AfterLedgerCommit func(eventID string) error
+	// Auditor records administrative changes (erasures) in the audit log;
+	// nil records nothing.
+	Auditor Auditor
 }
 
 // family is a configured family with what the hot path derives from it.
@@ -167,6 +171,7 @@ type Service struct {
 	healthBE HealthBackend
 	banBE    BanBackend
 	tourBE   TournamentBackend
+	eraseBE  EraseBackend
 	layout   shard.Layout
 	log      *slog.Logger
 	now      func() time.Time
@@ -184,6 +189,10 @@ type Service struct {
 
 	ledger      Ledger
 	afterCommit func(eventID string) error
+	// audit records erasures (Options.Auditor; noAudit without one).
+	audit Auditor
+	// eraseChunk: board shards per erasure round (eraseChunk; tests lower it).
+	eraseChunk int
 	// writes is the mode's write strategy; ledgerWrites is set in ledger mode.
 	writes       writeStrategy
 	ledgerWrites *ledgerWrites
@@ -221,9 +230,12 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, tourBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
+		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, tourBE: o.Backend, eraseBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
-		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
+		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit, audit: o.Auditor, eraseChunk: eraseChunk,
+	}
+	if s.audit == nil {
+		s.audit = noAudit{}
 	}
 	s.replicaReads = o.Config.Redis.ReplicaReads && o.Backend.HasReplica()
 	s.serveStale = o.CacheServeStale

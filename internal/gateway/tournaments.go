@@ -483,6 +483,15 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 	if t.MaxSize != nil {
 		maxSize = *t.MaxSize
 	}
+	// The member's board index learns the seat (shard 0) and the member's
+	// shard first: an erasure finds a join even without an event.
+	zs := []string{s.layout.ZKey(b, 0, n)}
+	if i := shard.Of(user, n); i != 0 {
+		zs = append(zs, s.layout.ZKey(b, i, n))
+	}
+	if err := s.eraseBE.IndexBoards(ctx, s.layout.MemberBoards(user), zs); err != nil {
+		return JoinResult{}, writeUnavailable(err, "joining %s; retry the join", id)
+	}
 	r, err := s.tourBE.Join(ctx, seats, meta, user, maxSize, now.UnixMilli())
 	if err != nil {
 		return JoinResult{}, writeUnavailable(err, "joining %s", id)

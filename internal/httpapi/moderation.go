@@ -64,3 +64,25 @@ func (s *server) listBans(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, res)
 }
+
+// A member's data rights (admin): erasure and export.
+
+func (s *server) eraseMember(w http.ResponseWriter, r *http.Request) error {
+	var req gateway.Erasure
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	res, err := s.rights.EraseMember(r.Context(), r.PathValue("member"), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) exportMember(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.rights.ExportMember(r.Context(), r.PathValue("member"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}

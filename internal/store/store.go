@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,10 +135,10 @@ func newMetrics(reg prometheus.Registerer, directClients func() float64) (*metri
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed"} {
+		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed", "srem", "erase", "del"} {
 		m.errors.WithLabelValues(op)
 	}
-	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive"} {
+	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive", "erase"} {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
@@ -333,6 +334,13 @@ type Write struct {
 	// Gate (tournaments, KindApply only): the join and attempt checks run
 	// in the same script as the write (gated apply or columns).
 	Gate *Gate
+	// Index is the member's board index (shard.Layout.MemberBoards): the
+	// write's pipeline also adds Keys.Z to it (one SADD per index and
+	// Write call, whatever the script answers), so every board shard an
+	// acknowledged write may have placed the member on is listed. A failed
+	// SADD fails the writes it carried (a retry is safe: the scripts
+	// dedupe). "" (removals, absent projections): no index.
+	Index string
 }
 
 // Gate is a tournament's per-member checks on one board shard: the joins
@@ -545,6 +553,7 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 	for i, c := range calls {
 		cmds[i] = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
+	idx := indexAdds(ctx, pipe, ws)
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
 	var rerun redis.Pipeliner
 	for i, c := range calls {
@@ -593,7 +602,51 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 			}
 		}
 	}
+	for _, a := range idx {
+		if err := a.cmd.Err(); err != nil {
+			err = s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err))
+			for _, j := range a.ws {
+				if out[j].Err == nil {
+					out[j] = WriteResult{Err: err}
+				}
+			}
+		}
+	}
 	return out
+}
+
+// indexAdd is one SADD of a Write call to a member's board index.
+type indexAdd struct {
+	key string
+	cmd *redis.IntCmd
+	ws  []int // the writes it lists
+}
+
+// indexAdds queues on pipe one SADD per member board index the writes name
+// (Write.Index), listing their board shards' sorted sets. Few writes name
+// more than one member, so a slice search beats a map.
+func indexAdds(ctx context.Context, pipe redis.Pipeliner, ws []Write) []indexAdd {
+	var adds []indexAdd
+	var members [][]any
+	for j, w := range ws {
+		if w.Index == "" {
+			continue
+		}
+		k := slices.IndexFunc(adds, func(a indexAdd) bool { return a.key == w.Index })
+		if k < 0 {
+			k = len(adds)
+			adds = append(adds, indexAdd{key: w.Index})
+			members = append(members, nil)
+		}
+		adds[k].ws = append(adds[k].ws, j)
+		if !slices.Contains(members[k], any(w.Keys.Z)) {
+			members[k] = append(members[k], w.Keys.Z)
+		}
+	}
+	for k := range adds {
+		adds[k].cmd = pipe.SAdd(ctx, adds[k].key, members[k]...)
+	}
+	return adds
 }
 
 // scriptCall is one script call of a Write: one write, or (many) every
