@@ -369,7 +369,7 @@ func TestEraseMemberEverywhere(t *testing.T) {
 }
 
 // The board index lists exactly the board shards written: one per board an
-// event reached, and nothing for a member only reversed or erased.
+// event reached; a replay indexes again what it names.
 func TestMemberBoardIndex(t *testing.T) {
 	t.Parallel()
 	svc := newClusterService(t, eraseFamilies)
@@ -401,5 +401,17 @@ func TestMemberBoardIndex(t *testing.T) {
 	want := []string{"best/all/national", "f/" + p + "/class:c1", "f/" + p + "/class:c2", "f/" + p + "/national"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("index of u1: %v, want %v", names, want)
+	}
+	// A write whose index update was lost (here: the index forgotten) is
+	// indexed again by its retry, which the board answers as a replay.
+	if err := svc.eraseBE.ForgetBoards(ctx, svc.layout.MemberBoards("u1"), zs); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := svc.ApplyEvent(ctx, sumEv("e1", "f", "u1", 2, map[string]string{"class": "c1"})); err != nil || !res.Duplicate {
+		t.Fatalf("retry of e1: %+v %v, want a duplicate", res, err)
+	}
+	again, err := svc.eraseBE.MemberBoards(ctx, svc.layout.MemberBoards("u1"))
+	if err != nil || len(again) != 2 {
+		t.Fatalf("index after the retry: %v %v, want the 2 board shards of e1", again, err)
 	}
 }

@@ -334,12 +334,15 @@ type Write struct {
 	// Gate (tournaments, KindApply only): the join and attempt checks run
 	// in the same script as the write (gated apply or columns).
 	Gate *Gate
-	// Index is the member's board index (shard.Layout.MemberBoards): the
-	// write's pipeline also adds Keys.Z to it (one SADD per index and
-	// Write call, whatever the script answers), so every board shard an
-	// acknowledged write may have placed the member on is listed. A failed
-	// SADD fails the writes it carried (a retry is safe: the scripts
-	// dedupe). "" (removals, absent projections): no index.
+	// Index is the member's board index (shard.Layout.MemberBoards). When
+	// the script placed the member on a shard it was absent from — or
+	// answered a replay (dup, stale), which may be the retry of a write
+	// whose index update failed — Write adds Keys.Z to it in a second
+	// pipeline (one SADD per index), so every board shard an acknowledged
+	// write placed the member on is listed, and a member already on the
+	// shard costs nothing more. A failed SADD fails the writes it carried
+	// (a retry is safe: the scripts dedupe, and the replay indexes). ""
+	// (reversals, removals, absent projections): no index.
 	Index string
 }
 
@@ -553,7 +556,6 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 	for i, c := range calls {
 		cmds[i] = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
-	idx := indexAdds(ctx, pipe, ws)
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
 	var rerun redis.Pipeliner
 	for i, c := range calls {
@@ -602,17 +604,52 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 			}
 		}
 	}
+	s.indexPlaced(ctx, ws, out)
+	return out
+}
+
+// indexPlaced adds to their members' board indexes the board shards the
+// writes placed them on (see Write.Index), in one pipelined round trip; a
+// failed SADD fails the writes it carried.
+func (s *Store) indexPlaced(ctx context.Context, ws []Write, out []WriteResult) {
+	var pipe redis.Pipeliner
+	var idx []indexAdd
+	var members [][]any
+	for j, w := range ws {
+		r := out[j]
+		if w.Index == "" || r.Err != nil || r.After == nil {
+			continue
+		}
+		if r.Before != nil && r.Status != StatusDup && r.Status != StatusStale {
+			continue // the member was on the shard already
+		}
+		k := slices.IndexFunc(idx, func(a indexAdd) bool { return a.key == w.Index })
+		if k < 0 {
+			k = len(idx)
+			idx = append(idx, indexAdd{key: w.Index})
+			members = append(members, nil)
+		}
+		idx[k].ws = append(idx[k].ws, j)
+		if !slices.Contains(members[k], any(w.Keys.Z)) {
+			members[k] = append(members[k], w.Keys.Z)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	pipe = s.rw.Pipeline()
+	for k := range idx {
+		idx[k].cmd = pipe.SAdd(ctx, idx[k].key, members[k]...)
+	}
+	_, _ = pipe.Exec(ctx)
 	for _, a := range idx {
 		if err := a.cmd.Err(); err != nil {
 			err = s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err))
 			for _, j := range a.ws {
-				if out[j].Err == nil {
-					out[j] = WriteResult{Err: err}
-				}
+				out[j] = WriteResult{Err: err}
 			}
 		}
 	}
-	return out
 }
 
 // indexAdd is one SADD of a Write call to a member's board index.
@@ -620,33 +657,6 @@ type indexAdd struct {
 	key string
 	cmd *redis.IntCmd
 	ws  []int // the writes it lists
-}
-
-// indexAdds queues on pipe one SADD per member board index the writes name
-// (Write.Index), listing their board shards' sorted sets. Few writes name
-// more than one member, so a slice search beats a map.
-func indexAdds(ctx context.Context, pipe redis.Pipeliner, ws []Write) []indexAdd {
-	var adds []indexAdd
-	var members [][]any
-	for j, w := range ws {
-		if w.Index == "" {
-			continue
-		}
-		k := slices.IndexFunc(adds, func(a indexAdd) bool { return a.key == w.Index })
-		if k < 0 {
-			k = len(adds)
-			adds = append(adds, indexAdd{key: w.Index})
-			members = append(members, nil)
-		}
-		adds[k].ws = append(adds[k].ws, j)
-		if !slices.Contains(members[k], any(w.Keys.Z)) {
-			members[k] = append(members[k], w.Keys.Z)
-		}
-	}
-	for k := range adds {
-		adds[k].cmd = pipe.SAdd(ctx, adds[k].key, members[k]...)
-	}
-	return adds
 }
 
 // scriptCall is one script call of a Write: one write, or (many) every
