@@ -1,4 +1,4 @@
--- 0008_member_rights: finding a member's rows without a scan, for erasure
+-- 0009_member_rights: finding a member's rows without a scan, for erasure
 -- and export (DELETE /v1/members/{member}, GET /v1/members/{member}/export).
 -- The member's boards are its totals rows; its events are found through the
 -- (family, period) pairs of those rows and events_member. Totals rows change
