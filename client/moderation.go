@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -121,5 +122,64 @@ func (c *Client) DeleteBan(ctx context.Context, member string) (Ban, error) {
 func (c *Client) Bans(ctx context.Context) (BanList, error) {
 	var out BanList
 	err := c.do(ctx, call{method: http.MethodGet, path: "/v1/bans", idempotent: true}, &out)
+	return out, err
+}
+
+// ErasureResult answers EraseMember: what was erased.
+type ErasureResult struct {
+	Member     string `json:"member"`
+	Boards     int    `json:"boards"`
+	LedgerRows int64  `json:"ledger_rows"`
+	Profile    bool   `json:"profile"`
+}
+
+// ExportStanding is a member's standing on one board of an export.
+type ExportStanding struct {
+	Board  string `json:"board"`
+	Points int64  `json:"points"`
+	Rank   int64  `json:"rank"`
+}
+
+// MemberEvent is one ledger event of an export.
+type MemberEvent struct {
+	EventID    string            `json:"event_id"`
+	Kind       string            `json:"kind"`
+	Family     string            `json:"family"`
+	Period     string            `json:"period"`
+	Dims       map[string]string `json:"dims,omitempty"`
+	Delta      *int64            `json:"delta,omitempty"`
+	Value      *int64            `json:"value,omitempty"`
+	Version    *int64            `json:"version,omitempty"`
+	Reverses   string            `json:"reverses,omitempty"`
+	ReversedBy string            `json:"reversed_by,omitempty"`
+	Operator   string            `json:"operator,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
+	Metadata   json.RawMessage   `json:"metadata,omitempty"`
+	At         time.Time         `json:"at"`
+	RecordedAt time.Time         `json:"recorded_at"`
+}
+
+// Export answers ExportMember.
+type Export struct {
+	Member    string            `json:"member"`
+	Profile   map[string]string `json:"profile"`
+	Standings []ExportStanding  `json:"standings"`
+	Events    []MemberEvent     `json:"events,omitempty"`
+}
+
+// EraseMember erases a member from every board, their profile and (ledger
+// mode) their ledger rows. Retried: a second erasure answers zeros, and one
+// cut short is finished by running it again.
+func (c *Client) EraseMember(ctx context.Context, member string, r Removal) (ErasureResult, error) {
+	var out ErasureResult
+	err := c.do(ctx, call{method: http.MethodDelete, path: "/v1/members/" + esc(member), body: r, idempotent: true}, &out)
+	return out, err
+}
+
+// ExportMember returns what is kept of a member: profile, standings and
+// (ledger mode) events.
+func (c *Client) ExportMember(ctx context.Context, member string) (Export, error) {
+	var out Export
+	err := c.do(ctx, call{method: http.MethodGet, path: "/v1/members/" + esc(member) + "/export", idempotent: true}, &out)
 	return out, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rankgate/rankgate/client"
 	"github.com/rankgate/rankgate/internal/apitest"
+	"github.com/rankgate/rankgate/internal/audit"
 	"github.com/rankgate/rankgate/internal/httpapi"
 	"github.com/rankgate/rankgate/internal/ledger"
 	"github.com/rankgate/rankgate/internal/testpg"
@@ -65,11 +66,16 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // auditGateways serves the stack (ledger mode with l) and returns one
 // contract-checked client per token of auditTokens.
+// auditSecret keys the hash of erased members in the ledger-mode test.
+const auditSecret = "an-audit-secret-of-32-bytes-or-more"
+
 func auditGateways(t *testing.T, l *ledger.Ledger) (admin, ops, reader *gw) {
 	t.Helper()
 	o := teststack.Options{Families: e2eFamilies + auditFamilies, Tokens: auditTokens}
 	if l != nil {
-		o.Ledger, o.Audit = l, l.AuditLog()
+		// Ledger mode runs with a secret: erasures name the member by its
+		// keyed hash; Redis-only mode without one: by no name.
+		o.Ledger, o.Audit, o.AuditSecret = l, l.AuditLog(), []byte(auditSecret)
 	}
 	stack := teststack.New(t, o)
 	srv := httptest.NewServer(stack.Handler)
@@ -229,6 +235,9 @@ func TestAuditRecordsAdminChangesRedisOnly(t *testing.T) {
 		{title: "derive of a family that is not derived", g: ops, method: "POST", path: "/v1/periods/learning/current/derive", status: 409},
 		{title: "freeze", g: admin, method: "POST", path: "/v1/periods/learning/current/freeze", status: 200,
 			operator: "ADMIN_TOKEN", action: "period.freeze", target: period},
+		{title: "erasure, without a secret: the member is named nowhere", g: ops, method: "DELETE", path: "/v1/members/au3",
+			body: map[string]any{"operator": "dpo-au3@x", "reason": "au3 asked to be forgotten"}, status: 200,
+			operator: "OPS_TOKEN", declared: "dpo-[member]@x", action: "member.erase", target: audit.UnnamedMember, reason: "[member] asked to be forgotten"},
 		{title: "a read is no admin change", g: reader, method: "GET", path: "/v1/bans", status: 403},
 	})
 	auditRefusals(t, admin, reader)
@@ -297,6 +306,9 @@ func TestAuditRecordsAdminChangesLedger(t *testing.T) {
 			}},
 		{title: "archive", g: ops, method: "POST", path: "/v1/periods/learning/current/archive", status: 200,
 			operator: "OPS_TOKEN", action: "period.archive", target: "period:learning/" + week},
+		{title: "erasure: the member only by its keyed hash", g: admin, method: "DELETE", path: "/v1/members/au2",
+			body: map[string]any{"operator": "dpo@x", "reason": "au2 asked to be forgotten"}, status: 200,
+			operator: "ADMIN_TOKEN", declared: "dpo@x", action: "member.erase", target: audit.MemberTarget([]byte(auditSecret), "au2"), reason: "[member] asked to be forgotten"},
 	}
 	runAuditSteps(t, admin, []auditEntry{{Operator: "ADMIN_TOKEN", DeclaredOperator: "mod@x", Action: "member.ban", Target: "member:au9", Reason: "bot"}}, steps)
 	auditRefusals(t, admin, reader)
@@ -318,10 +330,22 @@ func TestAuditRecordsAdminChangesLedger(t *testing.T) {
 			break
 		}
 	}
-	if n != 9 {
-		t.Fatalf("the Go client paged %d entries, want 9", n)
+	// The setup's ban and every step's entry.
+	if want := 1 + countEntries(steps); n != want {
+		t.Fatalf("the Go client paged %d entries, want %d", n, want)
 	}
 	if _, err := c.Audit(context.Background(), 0, strings.Repeat("9", 3)+"x"); client.Code(err) != "invalid_cursor" {
 		t.Fatalf("a bad cursor: %v", fmt.Sprint(err))
 	}
+}
+
+// countEntries counts the steps that leave an entry.
+func countEntries(steps []auditStep) int {
+	n := 0
+	for _, s := range steps {
+		if s.action != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -132,6 +132,12 @@ const (
 // memberHashPrefix starts the target of an erased member.
 const memberHashPrefix = "member:hmac-sha256:"
 
+// UnnamedMember is the target of an erasure on a gateway without a secret
+// (audit.hmac_secret_env unset): the entry still says who erased a member,
+// when and why, but names no member at all — neither in the clear nor by a
+// hash that could be tested without a key.
+const UnnamedMember = "member:unnamed"
+
 // MemberTarget is the target that names a member by a keyed hash only:
 // "member:hmac-sha256:" and the hex HMAC-SHA256 of the member id under
 // secret. The same member and secret always give the same target, so an
@@ -226,9 +232,10 @@ func New(be Backend, o Options) (*Log, error) {
 
 // MemberTarget is the package's MemberTarget under the Log's secret, or
 // ErrNoSecret when none is configured.
+// Without a secret it answers UnnamedMember and ErrNoSecret.
 func (l *Log) MemberTarget(member string) (string, error) {
 	if l.secret == nil {
-		return "", ErrNoSecret
+		return UnnamedMember, ErrNoSecret
 	}
 	return MemberTarget(l.secret, member), nil
 }
@@ -307,7 +314,7 @@ func check(e Entry) error {
 		return fmt.Errorf("audit: target must be printable, 1..%d bytes", MaxTarget)
 	case len(e.Reason) > MaxReason || !printable(e.Reason):
 		return fmt.Errorf("audit: reason must be printable, at most %d bytes", MaxReason)
-	case e.Action == ActionMemberErase && !hashedMember(e.Target):
+	case e.Action == ActionMemberErase && !hashedMember(e.Target) && e.Target != UnnamedMember:
 		return ErrClearMember
 	}
 	return nil

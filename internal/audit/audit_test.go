@@ -97,6 +97,7 @@ func TestRecordChecksAndCounts(t *testing.T) {
 	}{
 		{title: "removal", e: audit.Entry{Operator: "ADMIN", Action: audit.ActionMemberRemove, Target: "board:l/current/national member:u1", Reason: "cheat"}, wantCount: audit.ActionMemberRemove},
 		{title: "erasure by hash", e: audit.Entry{Operator: "ADMIN", Action: audit.ActionMemberErase, Target: erase}, wantCount: audit.ActionMemberErase},
+		{title: "erasure of an unnamed member (no secret)", e: audit.Entry{Operator: "ADMIN", Action: audit.ActionMemberErase, Target: audit.UnnamedMember}, wantCount: audit.ActionMemberErase},
 		{title: "erasure in the clear", e: audit.Entry{Operator: "ADMIN", Action: audit.ActionMemberErase, Target: "member:u42"}, wantErr: audit.ErrClearMember, wantCount: audit.ActionMemberErase},
 		{title: "erasure with an upper-case hash", e: audit.Entry{Operator: "ADMIN", Action: audit.ActionMemberErase, Target: strings.ToUpper(erase[:19]) + strings.ToUpper(erase[19:])}, wantErr: audit.ErrClearMember, wantCount: audit.ActionMemberErase},
 		{title: "unknown action", e: audit.Entry{Operator: "ADMIN", Action: "drop.table", Target: "x"}, wantErr: errors.New("any"), wantCount: "unknown"},

@@ -111,6 +111,7 @@ type Backend interface {
 	BanBackend
 	IndexBackend
 	TournamentBackend
+	EraseBackend
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -167,6 +168,7 @@ type Service struct {
 	healthBE HealthBackend
 	banBE    BanBackend
 	tourBE   TournamentBackend
+	eraseBE  EraseBackend
 	layout   shard.Layout
 	log      *slog.Logger
 	now      func() time.Time
@@ -184,6 +186,8 @@ type Service struct {
 
 	ledger      Ledger
 	afterCommit func(eventID string) error
+	// eraseChunk: board shards per erasure round (eraseChunk; tests lower it).
+	eraseChunk int
 	// writes is the mode's write strategy; ledgerWrites is set in ledger mode.
 	writes       writeStrategy
 	ledgerWrites *ledgerWrites
@@ -224,13 +228,11 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, tourBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
+		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, tourBE: o.Backend, eraseBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
-		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
+		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit, eraseChunk: eraseChunk,
 	}
-	s.joins = newJoinBatcher(func(ctx context.Context, seats, meta string, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
-		return s.tourBE.Join(ctx, seats, meta, members, maxSize, nowMs)
-	})
+	s.joins = newJoinBatcher(s.joinMembers)
 	s.replicaReads = o.Config.Redis.ReplicaReads && o.Backend.HasReplica()
 	s.serveStale = o.CacheServeStale
 	s.writes = redisWrites{s}

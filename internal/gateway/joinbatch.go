@@ -8,8 +8,9 @@ import (
 	"github.com/rankgate/rankgate/internal/store"
 )
 
-// joinFunc takes seats for members in order (store.Store.Join).
-type joinFunc func(ctx context.Context, seats, meta string, members []string, maxSize, nowMs int64) ([]store.JoinResult, error)
+// joinFunc takes seats for members in order on the tournament period of k
+// (its member board indexes first, then store.Store.Join).
+type joinFunc func(ctx context.Context, k joinKeys, members []string, maxSize, nowMs int64) ([]store.JoinResult, error)
 
 // joinBatcher coalesces concurrent joins of one tournament period into few
 // script calls: the first join of an idle seats hash goes out at once,
@@ -36,7 +37,7 @@ const maxJoinBatch = 512
 const joinTimeout = 5 * time.Second
 
 type joinQueue struct {
-	meta    string
+	k       joinKeys
 	maxSize int64
 	pending []*joinReq
 }
@@ -57,12 +58,13 @@ func newJoinBatcher(run joinFunc) *joinBatcher {
 // join takes a seat for member and waits for its answer. A caller that
 // gives up first gets its context's error; its join may still be made (a
 // retry answers "in").
-func (b *joinBatcher) join(ctx context.Context, seats, meta, member string, maxSize, nowMs int64) (store.JoinResult, error) {
+func (b *joinBatcher) join(ctx context.Context, k joinKeys, member string, maxSize, nowMs int64) (store.JoinResult, error) {
 	r := &joinReq{member: member, nowMs: nowMs, ctx: ctx, done: make(chan struct{})}
+	seats := k.seats
 	b.mu.Lock()
 	q, busy := b.queues[seats]
 	if !busy {
-		q = &joinQueue{meta: meta, maxSize: maxSize}
+		q = &joinQueue{k: k, maxSize: maxSize}
 		b.queues[seats] = q
 	}
 	q.pending = append(q.pending, r)
@@ -92,13 +94,13 @@ func (b *joinBatcher) drain(seats string, q *joinQueue) {
 		batch := q.pending[:n:n]
 		q.pending = q.pending[n:]
 		b.mu.Unlock()
-		b.send(seats, q, batch)
+		b.send(q, batch)
 	}
 }
 
 // send makes one call for batch and answers each of its joins. Joins whose
 // callers already gave up are left out of the call.
-func (b *joinBatcher) send(seats string, q *joinQueue, batch []*joinReq) {
+func (b *joinBatcher) send(q *joinQueue, batch []*joinReq) {
 	live := batch[:0:0]
 	members := make([]string, 0, len(batch))
 	var nowMs int64
@@ -116,7 +118,7 @@ func (b *joinBatcher) send(seats string, q *joinQueue, batch []*joinReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), joinTimeout)
 	defer cancel()
-	res, err := b.run(ctx, seats, q.meta, members, q.maxSize, nowMs)
+	res, err := b.run(ctx, q.k, members, q.maxSize, nowMs)
 	for i, r := range live {
 		if err != nil {
 			r.err = err

@@ -26,7 +26,7 @@ func newBlockingJoins() *blockingJoins {
 	return &blockingJoins{seated: map[string]bool{}, entered: make(chan int, 16), release: make(chan error)}
 }
 
-func (f *blockingJoins) run(ctx context.Context, seats, meta string, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
+func (f *blockingJoins) run(ctx context.Context, k joinKeys, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, slices.Clone(members))
 	i := len(f.calls) - 1
@@ -67,7 +67,7 @@ func TestJoinBatcher(t *testing.T) {
 		}
 		first := make(chan answer, 1)
 		go func() {
-			r, err := b.join(ctx, "seats", "meta", "u0", 3, 1)
+			r, err := b.join(ctx, joinKeys{seats: "seats", meta: "meta"}, "u0", 3, 1)
 			first <- answer{r, err}
 		}()
 		<-f.entered // the first call is in flight with u0 alone
@@ -76,7 +76,7 @@ func TestJoinBatcher(t *testing.T) {
 		for i := 1; i <= 5; i++ {
 			// queued one at a time, so that arrival order is known
 			wg.Go(func() {
-				r, err := b.join(ctx, "seats", "meta", fmt.Sprintf("u%d", i), 3, 1)
+				r, err := b.join(ctx, joinKeys{seats: "seats", meta: "meta"}, fmt.Sprintf("u%d", i), 3, 1)
 				got[i-1] = answer{r, err}
 			})
 			waitPending(t, b, "seats", i)
@@ -108,7 +108,7 @@ func TestJoinBatcher(t *testing.T) {
 		b := newJoinBatcher(f.run)
 		errc := make(chan error, 1)
 		go func() {
-			_, err := b.join(ctx, "seats", "meta", "u0", 10, 1)
+			_, err := b.join(ctx, joinKeys{seats: "seats", meta: "meta"}, "u0", 10, 1)
 			errc <- err
 		}()
 		<-f.entered
@@ -123,18 +123,18 @@ func TestJoinBatcher(t *testing.T) {
 		t.Parallel()
 		f := newBlockingJoins()
 		b := newJoinBatcher(f.run)
-		go func() { _, _ = b.join(ctx, "seats", "meta", "u0", 10, 1) }()
+		go func() { _, _ = b.join(ctx, joinKeys{seats: "seats", meta: "meta"}, "u0", 10, 1) }()
 		<-f.entered
 		cctx, cancel := context.WithCancel(ctx)
 		errc := make(chan error, 1)
 		go func() {
-			_, err := b.join(cctx, "seats", "meta", "gone", 10, 1)
+			_, err := b.join(cctx, joinKeys{seats: "seats", meta: "meta"}, "gone", 10, 1)
 			errc <- err
 		}()
 		waitPending(t, b, "seats", 1)
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			if r, err := b.join(ctx, "seats", "meta", "stays", 10, 1); err != nil || r.Status != store.JoinJoined {
+			if r, err := b.join(ctx, joinKeys{seats: "seats", meta: "meta"}, "stays", 10, 1); err != nil || r.Status != store.JoinJoined {
 				t.Errorf("stays: %+v %v", r, err)
 			}
 		})
@@ -158,7 +158,7 @@ func TestJoinBatcher(t *testing.T) {
 		b := newJoinBatcher(f.run)
 		var wg sync.WaitGroup
 		for _, seats := range []string{"a", "b"} {
-			wg.Go(func() { _, _ = b.join(ctx, seats, "meta", "u", 10, 1) })
+			wg.Go(func() { _, _ = b.join(ctx, joinKeys{seats: seats, meta: "meta"}, "u", 10, 1) })
 		}
 		<-f.entered
 		<-f.entered // both in flight at once: neither waits for the other

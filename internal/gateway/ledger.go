@@ -38,6 +38,10 @@ type Ledger interface {
 	Settlement(ctx context.Context, family, period string) (ledger.Settlement, bool, error)
 	Outbox(ctx context.Context, family, period string) ([]ledger.Award, error)
 	Ping(ctx context.Context) error
+	// A member's data rights (erasure.go).
+	MemberBoards(ctx context.Context, member string) ([]ledger.MemberBoard, error)
+	EraseMember(ctx context.Context, member string) (ledger.Erased, error)
+	MemberEvents(ctx context.Context, member string, limit int) ([]ledger.MemberEvent, error)
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)
@@ -386,6 +390,7 @@ func (s *Service) projections(ctx context.Context, f *family, periodID, member s
 		}
 	}
 	ws := make([]store.Write, 0, len(totals))
+	idx := s.layout.MemberBoards(member)
 	for _, bt := range totals {
 		t, v, _ := shard.ParseDimension(bt.Board)
 		n := max(shards[t], 1)
@@ -395,6 +400,11 @@ func (s *Service) projections(ctx context.Context, f *family, periodID, member s
 			Version: bt.Version, Value: f.enc.Stored(bt.Points), B: f.enc.B, Seq: seq, SetSeq: true, Absent: !bt.Present,
 			MaxPoints: f.enc.MaxPoints, NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion,
 			Metadata: bt.Metadata, KeepMetadata: true, FeedLen: f.feedLen}
+		if bt.Present {
+			// The member's board index learns the shard (an absent total
+			// places nobody).
+			w.Index = idx
+		}
 		if c := f.enc.Cols; c != nil {
 			// The ledger's tuple and seq, through columns.lua (seq mode set).
 			w.HasCols, w.B, w.Columns = true, c.B, store.ColArgs(c, bt.Columns, false)

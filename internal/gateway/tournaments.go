@@ -478,12 +478,12 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 		return JoinResult{}, err
 	}
 	k := v.(joinKeys)
-	b, seats, meta, n := k.b, k.seats, k.meta, k.n
+	b, n := k.b, k.n
 	var maxSize int64
 	if t.MaxSize != nil {
 		maxSize = *t.MaxSize
 	}
-	r, err := s.joins.join(ctx, seats, meta, user, maxSize, now.UnixMilli())
+	r, err := s.joins.join(ctx, k, user, maxSize, now.UnixMilli())
 	if err != nil {
 		return JoinResult{}, writeUnavailable(err, "joining %s", id)
 	}
@@ -501,6 +501,25 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 		}
 	}
 	return JoinResult{Joined: r.Status == store.JoinJoined, Size: r.Size, Period: p.ID}, nil
+}
+
+// joinMembers seats members (a batch of concurrent joins, joinBatcher) on
+// the tournament period of k: each member's board index learns the seats
+// shard and the member's own shard first (one pipeline for the batch), so an
+// erasure finds a join even without an event; then one join script call.
+func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
+	idx := make(map[string][]string, len(members))
+	for _, m := range members {
+		zs := []string{s.layout.ZKey(k.b, 0, k.n)}
+		if i := shard.Of(m, k.n); i != 0 {
+			zs = append(zs, s.layout.ZKey(k.b, i, k.n))
+		}
+		idx[s.layout.MemberBoards(m)] = zs
+	}
+	if err := s.eraseBE.IndexMemberBoards(ctx, idx); err != nil {
+		return nil, err
+	}
+	return s.tourBE.Join(ctx, k.seats, k.meta, members, maxSize, nowMs)
 }
 
 // joinKeys are what a join of one tournament period needs besides the

@@ -171,12 +171,18 @@ func (w redisWrites) apply(ctx context.Context, plans []plan, shards map[string]
 		}
 		p.first = len(writes)
 		sc := shards[p.famPeriod()]
+		// The member's board index learns every board shard an event may
+		// place them on (a reversal places nobody).
+		var idx string
+		if p.ev.Reverses == "" {
+			idx = s.layout.MemberBoards(p.ev.User)
+		}
 		for _, b := range p.boards {
 			n := sc[b.DimType]
 			w := store.Write{
 				Keys: s.layout.Keys(b, shard.Of(p.ev.User, n), n), Member: p.ev.User, EventID: p.ev.EventID,
 				B: p.fam.enc.B, Seq: p.seq, MaxPoints: p.fam.enc.MaxPoints, NowMs: nowMs, Rules: p.fam.cfg.RulesVersion,
-				PeriodClosed: p.periodClosed, FeedLen: p.fam.feedLen,
+				PeriodClosed: p.periodClosed, FeedLen: p.fam.feedLen, Index: idx,
 			}
 			if p.ev.Reverses != "" {
 				w.Kind, w.Reverses = store.KindReverse, p.ev.Reverses
@@ -637,7 +643,8 @@ func (s *Service) Project(ctx context.Context, ref BoardRef, user string, pr Pro
 	}
 	w := store.Write{Kind: store.KindProject, Keys: s.layout.Keys(b.b, shard.Of(user, n), n), Member: user,
 		Version: pr.Version, Value: f.enc.Stored(pr.Points), B: f.enc.B, Seq: seq, MaxPoints: f.enc.MaxPoints,
-		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion, Metadata: string(pr.Metadata), KeepMetadata: true, FeedLen: f.feedLen}
+		NowMs: now.UnixMilli(), Rules: f.cfg.RulesVersion, Metadata: string(pr.Metadata), KeepMetadata: true, FeedLen: f.feedLen,
+		Index: s.layout.MemberBoards(user)}
 	if c := f.enc.Cols; c != nil {
 		w.HasCols, w.B, w.Columns = true, c.B, store.ColArgs(c, cols, false)
 	}

@@ -411,6 +411,8 @@ var scopeRules = []scopeRule{
 	{method: http.MethodPost, path: "/v1/awards/{}/retry", scope: ScopeAdmin},
 	{path: "/v1/bans", prefix: true, scope: ScopeAdmin},
 	{method: http.MethodDelete, path: boardRule + "/members/{}", scope: ScopeAdmin},
+	// A member's data rights: erasure and export.
+	{path: "/v1/members", prefix: true, scope: ScopeAdmin},
 	// Tournaments: created and cancelled by the game's backend (admin),
 	// joined by whoever writes events (write), listed by readers.
 	{method: http.MethodPost, path: "/v1/tournaments", scope: ScopeAdmin},

@@ -92,6 +92,12 @@ type Moderation interface {
 	ListBans(ctx context.Context) (gateway.BanList, error)
 }
 
+// DataRights backs a member's erasure and export (moderation.go).
+type DataRights interface {
+	EraseMember(ctx context.Context, user string, r gateway.Erasure) (gateway.ErasureResult, error)
+	ExportMember(ctx context.Context, user string) (gateway.Export, error)
+}
+
 // Competitions backs the tournament routes (tournaments.go).
 type Competitions interface {
 	CreateTournament(ctx context.Context, t competition.Tournament) (gateway.TournamentInfo, error)
@@ -107,6 +113,7 @@ type Service interface {
 	Reads
 	Lifecycle
 	Moderation
+	DataRights
 	Competitions
 	Ready(ctx context.Context) error
 }
@@ -188,6 +195,7 @@ type server struct {
 	reads   Reads
 	life    Lifecycle
 	mod     Moderation
+	rights  DataRights
 	comp    Competitions
 	ready   func(context.Context) error
 	log     *slog.Logger
@@ -240,7 +248,7 @@ func New(svc Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{writes: svc, reads: svc, life: svc, mod: svc, comp: svc, ready: svc.Ready, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
+	s := &server{writes: svc, reads: svc, life: svc, mod: svc, rights: svc, comp: svc, ready: svc.Ready, log: log, metrics: m, mux: http.NewServeMux(), guard: g,
 		lingerBytes: lingerBytes, lingerTime: lingerTime, openapi: doc}
 	s.families = opts.Families
 	s.liveOpts = opts.Live
@@ -342,6 +350,8 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("DELETE /v1/bans/{member}", s.deleteBan)
 	api("GET /v1/bans", s.listBans)
 	api("GET /v1/audit", s.auditList)
+	api("DELETE /v1/members/{member}", s.eraseMember)
+	api("GET /v1/members/{member}/export", s.exportMember)
 	// Competitions.
 	api("POST /v1/tournaments", s.createTournament)
 	api("GET /v1/tournaments", s.listTournaments)

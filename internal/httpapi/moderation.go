@@ -70,3 +70,32 @@ func (s *server) listBans(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, res)
 }
+
+// A member's data rights (admin): erasure and export.
+
+func (s *server) eraseMember(w http.ResponseWriter, r *http.Request) error {
+	var req gateway.Erasure
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	member := r.PathValue("member")
+	res, err := s.rights.EraseMember(r.Context(), member, req)
+	if err != nil {
+		return err
+	}
+	if s.audit != nil {
+		// The member is named by its keyed hash only; without
+		// audit.hmac_secret_env, by no name at all (audit.UnnamedMember).
+		target, _ := s.audit.MemberTarget(member)
+		s.record(r, audit.Erasure(target, member, req.Operator, req.Reason))
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) exportMember(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.rights.ExportMember(r.Context(), r.PathValue("member"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}

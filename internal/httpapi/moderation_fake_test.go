@@ -25,3 +25,11 @@ func (f *fakeService) DeleteBan(ctx context.Context, user string) (gateway.Ban, 
 func (f *fakeService) ListBans(ctx context.Context) (gateway.BanList, error) {
 	return gateway.BanList{}, f.unexpected("ListBans")
 }
+
+func (f *fakeService) EraseMember(ctx context.Context, user string, r gateway.Erasure) (gateway.ErasureResult, error) {
+	return gateway.ErasureResult{}, f.unexpected("EraseMember")
+}
+
+func (f *fakeService) ExportMember(ctx context.Context, user string) (gateway.Export, error) {
+	return gateway.Export{}, f.unexpected("ExportMember")
+}

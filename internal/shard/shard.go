@@ -345,3 +345,95 @@ func (l Layout) Tournaments() TournamentKeys {
 func (l Layout) Audit() string {
 	return l.Prefix + ":{audit}:log"
 }
+
+// MemberBoards returns the SET of a member's board shards, under the
+// member's own tag beside their profile (one slot per member, so member
+// indexes spread over the cluster): each element is the sorted-set key
+// (Keys.Z) of one board shard the member was written to. Every write that
+// can place the member on a board adds its shard's key (SADD, in the write's
+// pipeline); an erasure reads it instead of scanning the keyspace, and
+// removes an element only once that board shard is cleaned.
+func (l Layout) MemberBoards(member string) string {
+	return l.Prefix + ":{p:" + member + "}:boards"
+}
+
+// ShardKeys returns every key of the board shard whose sorted set is z
+// (an element of MemberBoards), as Keys lays them out.
+func ShardKeys(z string) Keys {
+	base := strings.TrimSuffix(z, "z")
+	k := Keys{Z: z, M: base + "m", Ev: base + "ev", Meta: base + "meta", Cols: base + "cols", Md: base + "md", Feed: base + "feed"}
+	if i, j := strings.IndexByte(z, '{'), strings.IndexByte(z, '}'); i >= 0 && j > i {
+		k.Tag = z[i+1 : j]
+	}
+	return k
+}
+
+// ShardRef is a board shard named by its sorted-set key: the board, the
+// shard's index and its printed width.
+type ShardRef struct {
+	Board Board
+	Shard int
+	Width int
+}
+
+// ParseZKey reads a board shard's sorted-set key built by Layout.Keys or
+// ZKey under this layout's prefix back into its board and shard. ok is
+// false for a key of another form.
+func (l Layout) ParseZKey(z string) (ShardRef, bool) {
+	rest, ok := strings.CutPrefix(z, l.Prefix+":{")
+	if !ok {
+		return ShardRef{}, false
+	}
+	tag, tail, ok := strings.Cut(rest, "}:")
+	if !ok {
+		return ShardRef{}, false
+	}
+	parts := strings.Split(tag, ":")
+	var b Board
+	var digits string
+	switch len(parts) {
+	case 3:
+		if parts[1] != National {
+			return ShardRef{}, false
+		}
+		b.Group, b.DimType, digits = parts[0], National, parts[2]
+	case 4:
+		b.Group, b.DimType, b.DimValue, digits = parts[0], parts[1], parts[2], parts[3]
+	default:
+		return ShardRef{}, false
+	}
+	i, err := strconv.Atoi(digits)
+	if err != nil || i < 0 || len(digits) < 2 {
+		return ShardRef{}, false
+	}
+	tp := strings.Split(tail, ":")
+	switch {
+	case len(tp) == 2 && tp[1] == "z":
+		b.Period, b.Family = tp[0], b.Group
+	case len(tp) == 3 && tp[2] == "z":
+		b.Period, b.Family = tp[0], tp[1]
+	default:
+		return ShardRef{}, false
+	}
+	if b.Group == b.Family {
+		b.Group = ""
+	}
+	if b.Period == "" || b.Family == "" || b.Group == "" && b.Family == "" {
+		return ShardRef{}, false
+	}
+	return ShardRef{Board: b, Shard: i, Width: len(digits)}, true
+}
+
+// ShardCount returns a shard count whose printed width is w: what ZKey
+// needs to print shard indexes of a ShardRef (any n of that width prints
+// the same digits).
+func ShardCount(w int) int {
+	if w <= 2 {
+		return 2
+	}
+	n := 1
+	for range w - 1 {
+		n *= 10
+	}
+	return n + 1
+}

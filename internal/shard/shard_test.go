@@ -231,3 +231,44 @@ func TestTournamentKeys(t *testing.T) {
 		t.Error("tournament registry keys span slots")
 	}
 }
+
+// ParseZKey reads back every sorted-set key Keys builds: the board, a
+// family keyed under another's group, the shard and its width; other keys
+// are refused.
+func TestParseZKey(t *testing.T) {
+	t.Parallel()
+	l := Layout{Prefix: "rk"}
+	cases := []struct {
+		name string
+		b    Board
+		i, n int
+	}{
+		{"national of 16", Board{Family: "learning", Period: "2026-W34", DimType: National}, 7, 16},
+		{"dimension of 1", Board{Family: "learning", Period: "2026-W34", DimType: "province", DimValue: "zhe-jiang.1"}, 0, 1},
+		{"1024 shards", Board{Family: "a-b_c", Period: "all", DimType: "class", DimValue: "c42"}, 1001, 1024},
+		{"keyed under a group", Board{Family: "bonus", Group: "season", Period: "2026-05-17", DimType: National}, 3, 4},
+		{"cron window period", Board{Family: "t1", Period: "20261204T1700", DimType: National}, 0, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			z := l.Keys(c.b, c.i, c.n).Z
+			ref, ok := l.ParseZKey(z)
+			if !ok || ref.Board != c.b || ref.Shard != c.i || ref.Width != ShardWidth(c.n) {
+				t.Fatalf("ParseZKey(%q) = %+v, %v; want %+v shard %d width %d", z, ref, ok, c.b, c.i, ShardWidth(c.n))
+			}
+			if back := l.ZKey(ref.Board, ref.Shard, ShardCount(ref.Width)); back != z {
+				t.Fatalf("ZKey of the parsed ref = %q, want %q", back, z)
+			}
+			if k := ShardKeys(z); k != l.Keys(c.b, c.i, c.n) {
+				t.Fatalf("ShardKeys(%q) = %+v, want %+v", z, k, l.Keys(c.b, c.i, c.n))
+			}
+		})
+	}
+	for _, bad := range []string{"", "rk:{p:u1}:boards", "other:{learning:national:07}:2026-W34:z", "rk:{learning:national:07}:2026-W34:m",
+		"rk:{learning:national:x7}:2026-W34:z", "rk:{learning:province:07}:2026-W34:z", "rk:{learning:national:07}:z"} {
+		if ref, ok := l.ParseZKey(bad); ok {
+			t.Errorf("ParseZKey(%q) = %+v, want refused", bad, ref)
+		}
+	}
+}

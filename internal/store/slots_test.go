@@ -88,7 +88,12 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 				groups = append(groups,
 					group{fmt.Sprintf("shard %d gated apply script", i), store.KeysOf(store.Write{Keys: k, Gate: gate, KeepMetadata: true, FeedLen: 100})},
 					group{fmt.Sprintf("shard %d gated columns script", i), store.KeysOf(store.Write{Keys: k, Gate: gate, HasCols: true})},
-					group{fmt.Sprintf("shard %d join script", i), []string{shard.JoinsKey(k.Z), k.Meta}})
+					group{fmt.Sprintf("shard %d join script", i), []string{shard.JoinsKey(k.Z), k.Meta}},
+					group{fmt.Sprintf("shard %d erase script", i), store.EraseKeys(store.Erase{Z: k.Z})},
+					group{fmt.Sprintf("shard %d erase script with a change feed", i), store.EraseKeys(store.Erase{Z: k.Z, FeedLen: 100})})
+				if got := store.EraseKeys(store.Erase{Z: k.Z, FeedLen: 100}); got[len(got)-1] != k.Feed || got[1] != k.Ev || got[2] != k.M {
+					t.Fatalf("shard %d: erase keys %v do not name the shard's ev, m and feed", i, got)
+				}
 				if got := store.KeysOf(store.Write{Keys: k, Gate: gate}); got[len(got)-2] != gate.Joins || got[len(got)-1] != gate.Attempts {
 					t.Fatalf("shard %d: gated keys %v do not end with the joins and attempts hashes", i, got)
 				}
@@ -176,21 +181,33 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		}
 	})
 
-	// rate.lua's one key sits under the member's own tag, beside the profile.
+	// rate.lua's one key and the member's board index sit under the
+	// member's own tag, beside the profile (an erasure deletes them in one
+	// DEL); different members spread over the slots.
 	t.Run("player rate keys", func(t *testing.T) {
 		t.Parallel()
 		var keys []string
-		for _, m := range []string{"u1001", "B", "a.b@c", "Z9"} {
-			keys = append(keys, layout.MemberRate(m, "learning"), layout.MemberRate(m, "game"), layout.Profile(m))
+		members := []string{"u1001", "B", "a.b@c", "Z9", "u1002", "u1003", "u1004", "u1005"}
+		for _, m := range members {
+			keys = append(keys, layout.MemberRate(m, "learning"), layout.MemberRate(m, "game"), layout.Profile(m), layout.MemberBoards(m))
 		}
 		slots := liveSlots(t, ctx, node, keys)
-		for i := 0; i < len(keys); i += 3 {
-			if slots[keys[i]] != slots[keys[i+2]] || slots[keys[i+1]] != slots[keys[i+2]] {
-				t.Errorf("%q, %q and %q are in slots %d, %d, %d: a member's keys must share one", keys[i], keys[i+1], keys[i+2], slots[keys[i]], slots[keys[i+1]], slots[keys[i+2]])
+		distinct := map[int]bool{}
+		for i := 0; i < len(keys); i += 4 {
+			distinct[slots[keys[i+3]]] = true
+			if slots[keys[i]] != slots[keys[i+2]] || slots[keys[i+1]] != slots[keys[i+2]] || slots[keys[i+3]] != slots[keys[i+2]] {
+				t.Errorf("%q, %q, %q and %q are in slots %d, %d, %d, %d: a member's keys must share one", keys[i], keys[i+1], keys[i+2], keys[i+3],
+					slots[keys[i]], slots[keys[i+1]], slots[keys[i+2]], slots[keys[i+3]])
+			}
+			if shard.Slot(keys[i+3]) != slots[keys[i+3]] {
+				t.Errorf("shard.Slot(%q) = %d, CLUSTER KEYSLOT = %d", keys[i+3], shard.Slot(keys[i+3]), slots[keys[i+3]])
 			}
 			if shard.Slot(keys[i]) != slots[keys[i]] {
 				t.Errorf("shard.Slot(%q) = %d, CLUSTER KEYSLOT = %d", keys[i], shard.Slot(keys[i]), slots[keys[i]])
 			}
+		}
+		if len(distinct) < len(members)-1 {
+			t.Errorf("the board indexes of %d members use %d slots: member indexes must spread", len(members), len(distinct))
 		}
 	})
 

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,10 +136,10 @@ func newMetrics(reg prometheus.Registerer, directClients func() float64) (*metri
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed"} {
+		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed", "srem", "erase", "del"} {
 		m.errors.WithLabelValues(op)
 	}
-	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive"} {
+	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive", "erase"} {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
@@ -334,6 +335,16 @@ type Write struct {
 	// Gate (tournaments, KindApply only): the join and attempt checks run
 	// in the same script as the write (gated apply or columns).
 	Gate *Gate
+	// Index is the member's board index (shard.Layout.MemberBoards). When
+	// the script placed the member on a shard it was absent from — or
+	// answered a replay (dup, stale), which may be the retry of a write
+	// whose index update failed — Write adds Keys.Z to it in a second
+	// pipeline (one SADD per index), so every board shard an acknowledged
+	// write placed the member on is listed, and a member already on the
+	// shard costs nothing more. A failed SADD fails the writes it carried
+	// (a retry is safe: the scripts dedupe, and the replay indexes). ""
+	// (reversals, removals, absent projections): no index.
+	Index string
 }
 
 // Gate is a tournament's per-member checks on one board shard: the joins
@@ -594,7 +605,59 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 			}
 		}
 	}
+	s.indexPlaced(ctx, ws, out)
 	return out
+}
+
+// indexPlaced adds to their members' board indexes the board shards the
+// writes placed them on (see Write.Index), in one pipelined round trip; a
+// failed SADD fails the writes it carried.
+func (s *Store) indexPlaced(ctx context.Context, ws []Write, out []WriteResult) {
+	var pipe redis.Pipeliner
+	var idx []indexAdd
+	var members [][]any
+	for j, w := range ws {
+		r := out[j]
+		if w.Index == "" || r.Err != nil || r.After == nil {
+			continue
+		}
+		if r.Before != nil && r.Status != StatusDup && r.Status != StatusStale {
+			continue // the member was on the shard already
+		}
+		k := slices.IndexFunc(idx, func(a indexAdd) bool { return a.key == w.Index })
+		if k < 0 {
+			k = len(idx)
+			idx = append(idx, indexAdd{key: w.Index})
+			members = append(members, nil)
+		}
+		idx[k].ws = append(idx[k].ws, j)
+		if !slices.Contains(members[k], any(w.Keys.Z)) {
+			members[k] = append(members[k], w.Keys.Z)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	pipe = s.rw.Pipeline()
+	for k := range idx {
+		idx[k].cmd = pipe.SAdd(ctx, idx[k].key, members[k]...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for _, a := range idx {
+		if err := a.cmd.Err(); err != nil {
+			err = s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err))
+			for _, j := range a.ws {
+				out[j] = WriteResult{Err: err}
+			}
+		}
+	}
+}
+
+// indexAdd is one SADD of a Write call to a member's board index.
+type indexAdd struct {
+	key string
+	cmd *redis.IntCmd
+	ws  []int // the writes it lists
 }
 
 // scriptCall is one script call of a Write: one write, or (many) every

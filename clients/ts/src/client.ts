@@ -387,6 +387,16 @@ export class RankgateClient {
     return this.send("deleteBan", o, (init) => this.api.DELETE("/v1/bans/{member}", { ...init, params: { path: { member } } }));
   }
 
+  /** Erases a member from every board, their profile and (ledger mode) their ledger rows (retried: a second erasure answers zeros, and finishes one cut short). */
+  eraseMember(member: string, r: Schemas["Removal"], o?: CallOptions) {
+    return this.send("eraseMember", o, (init) => this.api.DELETE("/v1/members/{member}", { ...init, params: { path: { member } }, body: r }));
+  }
+
+  /** What is kept of a member: profile, standings and (ledger mode) events. */
+  exportMember(member: string, o?: CallOptions) {
+    return this.send("exportMember", o, (init) => this.api.GET("/v1/members/{member}/export", { ...init, params: { path: { member } } }));
+  }
+
   /** Delivers a failed award again (sent once). */
   retryAward(key: string, o?: CallOptions) {
     return this.send("retryAward", o, (init) => this.api.POST("/v1/awards/{key}/retry", { ...init, params: { path: { key } } }));

@@ -57,6 +57,8 @@ export const routes = {
   listAudit: { method: "GET", path: "/v1/audit", idempotent: true },
   putBan: { method: "PUT", path: "/v1/bans/{member}", idempotent: true },
   deleteBan: { method: "DELETE", path: "/v1/bans/{member}", idempotent: false },
+  eraseMember: { method: "DELETE", path: "/v1/members/{member}", idempotent: true },
+  exportMember: { method: "GET", path: "/v1/members/{member}/export", idempotent: true },
   listAwards: { method: "GET", path: "/v1/awards", idempotent: true },
   ackAward: { method: "POST", path: "/v1/awards/{key}/ack", idempotent: true },
   retryAward: { method: "POST", path: "/v1/awards/{key}/retry", idempotent: false },

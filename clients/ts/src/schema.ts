@@ -608,6 +608,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/members/{member}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase a member (every board, profile, ledger rows)
+         * @description The member leaves every board of every period (open, frozen, settled, archived), every dimension, tournament boards and seats, and the boards of families derived from theirs; their profile, entry metadata, projection versions, sort-column prefixes and rate windows go, and in ledger mode their ledger rows (events, totals, standings, awards, reviews), so reconcile finds no drift. Boards are found through the member's board index, never a scan. Other members' standings do not change. Idempotent: running it again answers zeros. An erasure cut short (503) is finished by running it again. Later events of the member count as new: it is not a ban. Player tokens are refused.
+         */
+        delete: operations["eraseMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/members/{member}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export what is kept of a member
+         * @description The member's profile, their standing on every board of their board index (points and rank, read from the primaries) and, in ledger mode, their events (oldest first, at most 10 000). A member of whom nothing is kept is 404 `not_ranked`. Player tokens are refused.
+         */
+        get: operations["exportMember"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tournaments": {
         parameters: {
             query?: never;
@@ -1415,6 +1455,59 @@ export interface components {
             /** @constant */
             removed: true;
             points: components["schemas"]["Points"];
+        };
+        ErasureResult: {
+            member: string;
+            /** @description Boards (family/period/dimension) the member left. */
+            boards: number;
+            /**
+             * Format: int64
+             * @description Ledger rows deleted (ledger mode; 0 otherwise).
+             */
+            ledger_rows: number;
+            /** @description A display profile was deleted. */
+            profile: boolean;
+        };
+        Export: {
+            member: string;
+            profile: {
+                [key: string]: string;
+            } | null;
+            standings: components["schemas"]["ExportStanding"][];
+            /** @description The member's ledger events, oldest first (ledger mode). */
+            events?: components["schemas"]["MemberEvent"][];
+        };
+        ExportStanding: {
+            /** @description family/period/dimension */
+            board: string;
+            points: components["schemas"]["Points"];
+            /** Format: int64 */
+            rank: number;
+        };
+        MemberEvent: {
+            event_id: string;
+            /** @enum {string} */
+            kind: "award" | "correction" | "reversal" | "projection" | "removal";
+            family: string;
+            period: string;
+            dims?: {
+                [key: string]: string;
+            };
+            /** Format: int64 */
+            delta?: number;
+            /** Format: int64 */
+            value?: number;
+            /** Format: int64 */
+            version?: number;
+            reverses?: string;
+            reversed_by?: string;
+            operator?: string;
+            reason?: string;
+            metadata?: Record<string, never>;
+            /** Format: date-time */
+            at: string;
+            /** Format: date-time */
+            recorded_at: string;
         };
         HistoryEvent: {
             event_id: string;
@@ -3114,6 +3207,71 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Ban"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    eraseMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A member id, `[A-Za-z0-9_.@-]{1,64}`; anything else is 400 `invalid_argument`. */
+                member: components["parameters"]["member"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Removal"];
+            };
+        };
+        responses: {
+            /** @description What was erased. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A member id, `[A-Za-z0-9_.@-]{1,64}`; anything else is 400 `invalid_argument`. */
+                member: components["parameters"]["member"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
                 };
             };
             400: components["responses"]["BadRequest"];

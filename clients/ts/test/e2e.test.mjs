@@ -182,6 +182,22 @@ describe("against a real gateway", { skip: why || false }, () => {
     assert.ok((layout.boards ?? []).length >= 1);
   });
 
+  test("a member's data rights: export, erasure, a second erasure answers zeros", async () => {
+    const u = id("erased");
+    await c.postEvent({ event_id: id("x1"), family: "learning", user: u, delta: 9 });
+    const ex = await c.exportMember(u);
+    assert.equal(ex.member, u);
+    assert.deepEqual(ex.standings.map((s) => s.points), [9]);
+    assert.equal((ex.events ?? []).length, 1);
+    const who = { operator: "dpo", reason: "erasure request" };
+    const er = await c.eraseMember(u, who);
+    assert.equal(er.boards, 1);
+    assert.ok(er.ledger_rows > 0);
+    assert.deepEqual(await c.eraseMember(u, who), { member: u, boards: 0, ledger_rows: 0, profile: false });
+    await assert.rejects(c.getMember(learning, u, { consistency: "primary" }), (err) => errorCode(err) === "not_ranked");
+    await assert.rejects(c.exportMember(u), (err) => err.status === 404 && errorCode(err) === "not_ranked");
+  });
+
   test("period lifecycle: freeze, a kept event and its review, settle, awards, archive", async () => {
     const { period } = await c.getPeriod("cup");
     const cupBoard = { family: "cup", period, dimension: "national" };

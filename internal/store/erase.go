@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rankgate/rankgate/internal/shard"
+)
+
+// Erase is one erase.lua call: Member leaves the board shard whose sorted
+// set is Z, with every per-member field of the shard.
+type Erase struct {
+	Z      string
+	Member string
+	// FeedLen > 0: the shard keeps a change feed (a family with a read
+	// index); the removal is appended to it.
+	FeedLen int64
+}
+
+// EraseResult is an erase.lua answer.
+type EraseResult struct {
+	Removed bool   // the member was on the shard
+	Before  *int64 // its stored score there
+	Err     error
+}
+
+// EraseKeys are an Erase's KEYS (for the one-slot test).
+func EraseKeys(e Erase) []string {
+	k := shard.ShardKeys(e.Z)
+	keys := []string{k.Z, k.Ev, k.M, k.Cols, k.Md, shard.JoinsKey(k.Z), shard.AttemptsKey(k.Z)}
+	if e.FeedLen > 0 {
+		keys = append(keys, k.Feed)
+	}
+	return keys
+}
+
+// EraseMember runs the erasures in one pipelined round trip (one per node);
+// each answer carries its own error.
+func (s *Store) EraseMember(ctx context.Context, es []Erase) []EraseResult {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	out := make([]EraseResult, len(es))
+	cmds := make([]*redis.Cmd, len(es))
+	args := make([][]any, len(es))
+	keys := make([][]string, len(es))
+	pipe := s.rw.Pipeline()
+	for i, e := range es {
+		keys[i], args[i] = EraseKeys(e), []any{e.Member}
+		if e.FeedLen > 0 {
+			args[i] = append(args[i], "~feed", e.FeedLen)
+		}
+		cmds[i] = eraseScript.EvalSha(ctx, pipe, keys[i], args[i]...)
+	}
+	_, _ = pipe.Exec(ctx)
+	var rerun redis.Pipeliner
+	for i := range es {
+		if isNoScript(cmds[i].Err()) {
+			s.m.noscript.Inc()
+			if rerun == nil {
+				rerun = s.rw.Pipeline()
+			}
+			cmds[i] = eraseScript.Eval(ctx, rerun, keys[i], args[i]...)
+		}
+	}
+	if rerun != nil {
+		_, _ = rerun.Exec(ctx)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			s.m.scriptErrors.WithLabelValues("erase").Inc()
+			out[i].Err = s.fail("erase", fmt.Errorf("erase script on %s: %w", es[i].Z, err))
+			continue
+		}
+		arr, ok := cmd.Val().([]any)
+		if !ok || len(arr) != 2 {
+			out[i].Err = fmt.Errorf("erase script on %s: unexpected reply %v", es[i].Z, cmd.Val())
+			continue
+		}
+		n, _ := arr[0].(int64)
+		out[i].Removed = n == 1
+		if str, _ := arr[1].(string); str != "" {
+			v, err := ParseScore(str)
+			if err != nil {
+				out[i].Err = fmt.Errorf("erase script on %s: %w", es[i].Z, err)
+				continue
+			}
+			out[i].Before = &v
+		}
+	}
+	return out
+}
+
+// MemberBoards reads a member's board index (shard.Layout.MemberBoards)
+// from the primary.
+func (s *Store) MemberBoards(ctx context.Context, key string) ([]string, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	v, err := s.rw.SMembers(ctx, key).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail("smembers", fmt.Errorf("member board index %s: %w", key, err))
+	}
+	return v, nil
+}
+
+// IndexBoards adds board shards (their sorted sets' keys) to a member's
+// board index.
+func (s *Store) IndexBoards(ctx context.Context, key string, zs []string) error {
+	if len(zs) == 0 {
+		return nil
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	members := make([]any, len(zs))
+	for i, z := range zs {
+		members[i] = z
+	}
+	if err := s.rw.SAdd(ctx, key, members...).Err(); err != nil {
+		return s.fail("sadd", fmt.Errorf("member board index %s: %w", key, err))
+	}
+	return nil
+}
+
+// IndexMemberBoards adds board shards to several members' board indexes
+// (index key → sorted-set keys) in one pipeline.
+func (s *Store) IndexMemberBoards(ctx context.Context, idx map[string][]string) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	pipe := s.rw.Pipeline()
+	for key, zs := range idx {
+		members := make([]any, len(zs))
+		for i, z := range zs {
+			members[i] = z
+		}
+		pipe.SAdd(ctx, key, members...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return s.fail("sadd", fmt.Errorf("member board indexes of %d members: %w", len(idx), err))
+	}
+	return nil
+}
+
+// ForgetBoards removes board shards from a member's board index (after
+// they were erased there).
+func (s *Store) ForgetBoards(ctx context.Context, key string, zs []string) error {
+	if len(zs) == 0 {
+		return nil
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	members := make([]any, len(zs))
+	for i, z := range zs {
+		members[i] = z
+	}
+	if err := s.rw.SRem(ctx, key, members...).Err(); err != nil {
+		return s.fail("srem", fmt.Errorf("member board index %s: %w", key, err))
+	}
+	return nil
+}
+
+// DeleteMemberKeys deletes keys of one member's slot (their profile, rate
+// windows, board index: one tag, so one DEL) and answers whether the first
+// existed.
+func (s *Store) DeleteMemberKeys(ctx context.Context, keys []string) (bool, error) {
+	if len(keys) == 0 {
+		return false, nil
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	pipe := s.rw.Pipeline()
+	first := pipe.Exists(ctx, keys[0])
+	pipe.Del(ctx, keys...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, s.fail("del", fmt.Errorf("member keys: %w", err))
+	}
+	return first.Val() == 1, nil
+}
