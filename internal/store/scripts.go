@@ -62,6 +62,7 @@ var (
 	joinScript         = script("#!lua", "join.lua")
 	tournamentScript   = script("#!lua", "tournament.lua")
 	rateScript         = script("#!lua", "rate.lua")
+	placeScript        = script("#!lua", "place.lua") // leagues: a member's cohort
 )
 
 // Scripts lists every script with its name, for preloading and tests.
@@ -72,5 +73,6 @@ func Scripts() map[string]*redis.Script {
 		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
 		"unban": unbanScript, "derive": deriveScript, "rate": rateScript,
 		"gated_apply": gatedApplyScript, "gated_columns": gatedColumnsScript, "join": joinScript, "tournament": tournamentScript,
+		"place": placeScript,
 	}
 }
