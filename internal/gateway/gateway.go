@@ -111,6 +111,7 @@ type Backend interface {
 	BanBackend
 	IndexBackend
 	TournamentBackend
+	LeagueBackend
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -167,6 +168,7 @@ type Service struct {
 	healthBE HealthBackend
 	banBE    BanBackend
 	tourBE   TournamentBackend
+	leagueBE LeagueBackend
 	layout   shard.Layout
 	log      *slog.Logger
 	now      func() time.Time
@@ -221,7 +223,7 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, tourBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
+		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, tourBE: o.Backend, leagueBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
 		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit,
 	}
