@@ -354,6 +354,29 @@ type FamilyLive struct {
 	Interval time.Duration
 }
 
+// DimCohort is the dimension type of a league's cohort boards
+// (cohort:<tier>-<n>); Validate adds it, one shard, to a family with cohorts.
+const DimCohort = "cohort"
+
+// Cohorts is a league: cohorts of Size members per tier; at the period's end
+// the top Promote of each cohort move up one tier, the bottom Demote down.
+type Cohorts struct {
+	Size    int
+	Tiers   []string // lowest first; a new member starts in Tiers[0]
+	Promote int
+	Demote  int
+}
+
+// TierIndex returns the position of a tier in Tiers, or -1.
+func (c *Cohorts) TierIndex(tier string) int {
+	for i, t := range c.Tiers {
+		if t == tier {
+			return i
+		}
+	}
+	return -1
+}
+
 // ClientWrites bounds the events of player tokens (write:self) in a family.
 type ClientWrites struct {
 	// MaxDelta bounds |delta| (|value| in a max/min family) of one event.
@@ -456,6 +479,10 @@ type Family struct {
 	// ClientWrites lets player tokens with write:self send events for their
 	// own member; nil: no player writes.
 	ClientWrites *ClientWrites
+	// Cohorts makes the family a league: each member's first event of a
+	// period places them in a cohort of their tier, a board of its own
+	// (dimension DimCohort); nil: no cohorts.
+	Cohorts *Cohorts
 	// Dimensions by type; "national" is always present.
 	Dimensions map[string]Dimension
 	// DimensionTypes lists the non-national dimension types, sorted.

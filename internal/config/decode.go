@@ -300,6 +300,16 @@ func (d *decoder) family(name string, n *yaml.Node, path string) *Family {
 			})
 			f.ClientWrites = cw
 		},
+		"cohorts": func(n *yaml.Node, key string) {
+			c := &Cohorts{}
+			d.fields(n, key, map[string]field{
+				"size":    intField(d, &c.Size),
+				"tiers":   d.strs(&c.Tiers),
+				"promote": intField(d, &c.Promote),
+				"demote":  intField(d, &c.Demote),
+			})
+			f.Cohorts = c
+		},
 	})
 	// Defaults that depend on other keys.
 	if f.KeyGroup == "" {

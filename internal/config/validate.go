@@ -120,6 +120,9 @@ func (c *Config) Validate() error {
 	}
 	for _, name := range c.FamilyNames {
 		validateFamily(v, name, c.Families[name])
+		if f := c.Families[name]; f != nil && f.Cohorts != nil && f.Cohorts.Size > c.Limits.MaxTop {
+			v.errorf("families."+name+".cohorts.size", "%d must be ≤ limits.max_top (%d): a cohort is read whole", f.Cohorts.Size, c.Limits.MaxTop)
+		}
 	}
 	for _, name := range c.FamilyNames {
 		if f := c.Families[name]; f != nil && f.Derived() && f.DerivedFrom != nil {
@@ -600,6 +603,7 @@ func validateFamilyAt(v *validator, p, name string, f *Family) {
 	}
 	validateScore(v, p, f)
 	validateColumns(v, p, f)
+	validateCohorts(v, p, f)
 	validateDimensions(v, p, f)
 	// max_lag matters only with the index on (a hand-built Config of a
 	// family without one may leave it zero).
@@ -759,6 +763,61 @@ func validateScore(v *validator, p string, f *Family) {
 		if f.SeqCapacity != 0 {
 			v.errorf(p+".seq_capacity", "only used with tie: first")
 		}
+	}
+}
+
+var tierRe = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// MaxCohortSize bounds cohorts.size (a cohort is read whole at the week end).
+const MaxCohortSize = 1000
+
+// MaxTiers bounds cohorts.tiers.
+const MaxTiers = 64
+
+// validateCohorts checks a league's cohorts and adds the cohort dimension
+// (one shard per cohort board).
+func validateCohorts(v *validator, p string, f *Family) {
+	c := f.Cohorts
+	if c == nil {
+		return
+	}
+	cp := p + ".cohorts"
+	if f.Source != SourceEvents {
+		v.errorf(cp, "only families with source: events place members in cohorts")
+	}
+	if len(f.Columns) > 0 {
+		v.errorf(cp, "a league ranks its cohorts by points and the tie rule; it cannot have columns")
+	}
+	if c.Size < 1 || c.Size > MaxCohortSize {
+		v.errorf(cp+".size", "%d is out of range 1..%d", c.Size, MaxCohortSize)
+	}
+	switch {
+	case len(c.Tiers) == 0:
+		v.errorf(cp+".tiers", "at least one tier is required (lowest first)")
+	case len(c.Tiers) > MaxTiers:
+		v.errorf(cp+".tiers", "at most %d tiers, got %d", MaxTiers, len(c.Tiers))
+	}
+	for i, t := range c.Tiers {
+		key := fmt.Sprintf("%s.tiers[%d]", cp, i)
+		if !tierRe.MatchString(t) {
+			v.errorf(key, "%q must match [a-z0-9_]{1,32}", t)
+		} else if slices.Index(c.Tiers, t) < i {
+			v.errorf(key, "tier %q is listed twice", t)
+		}
+	}
+	if c.Promote < 0 {
+		v.errorf(cp+".promote", "%d must be ≥ 0", c.Promote)
+	}
+	if c.Demote < 0 {
+		v.errorf(cp+".demote", "%d must be ≥ 0", c.Demote)
+	}
+	if c.Promote >= 0 && c.Demote >= 0 && c.Size >= 1 && c.Promote+c.Demote > c.Size {
+		v.errorf(cp+".promote", "promote (%d) + demote (%d) must be ≤ size (%d)", c.Promote, c.Demote, c.Size)
+	}
+	if d, ok := f.Dimensions[DimCohort]; ok && d.Shards != 1 {
+		v.errorf(p+".dimensions."+DimCohort, "the cohort boards of a league are one shard each; leave the dimension out")
+	} else if f.Dimensions != nil {
+		f.Dimensions[DimCohort] = Dimension{Shards: 1}
 	}
 }
 

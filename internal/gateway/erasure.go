@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/rankgate/rankgate/internal/config"
@@ -22,6 +23,8 @@ type EraseBackend interface {
 	MemberBoards(ctx context.Context, key string) ([]string, error)
 	IndexBoards(ctx context.Context, key string, zs []string) error
 	IndexMemberBoards(ctx context.Context, idx map[string][]string) error
+	HashesOf(ctx context.Context, keys []string) ([]map[string]string, error)
+	ForgetField(ctx context.Context, hashes []string, field string) error
 	ForgetBoards(ctx context.Context, key string, zs []string) error
 	DeleteMemberKeys(ctx context.Context, keys []string) (bool, error)
 }
@@ -105,6 +108,12 @@ func (s *Service) EraseMember(ctx context.Context, user string, r Erasure) (Eras
 	for _, name := range s.cfg.FamilyNames {
 		keys = append(keys, s.layout.MemberRate(user, name))
 	}
+	lk, err := s.eraseLeagues(ctx, user)
+	if err != nil {
+		s.dropErased(ctx, left)
+		return out, rank.Unavailable(err, "erasing the league entries of %s; retry the erasure", user)
+	}
+	keys = append(keys, lk...)
 	if out.Profile, err = s.eraseBE.DeleteMemberKeys(ctx, keys); err != nil {
 		s.dropErased(ctx, left)
 		return out, rank.Unavailable(err, "deleting the profile of %s; retry the erasure", user)
@@ -366,4 +375,40 @@ func (s *Service) ExportMember(ctx context.Context, user string) (Export, error)
 		return Export{}, rank.Errorf(rank.CodeNotRanked, "nothing is kept of member %s", user)
 	}
 	return out, nil
+}
+
+// eraseLeagues removes the member from the placement and moves hashes of
+// every league period their league hashes name (p:<period> → cohort
+// "<tier>-<n>"), and answers those league hashes, to be deleted with the
+// member's other keys: they go last, so a cut-short erasure finds the
+// periods again.
+func (s *Service) eraseLeagues(ctx context.Context, user string) ([]string, error) {
+	var keys, fams []string
+	for _, name := range s.cfg.FamilyNames {
+		if fc := s.cfg.Families[name]; fc != nil && fc.Cohorts != nil {
+			keys, fams = append(keys, s.layout.LeagueMember(user, name)), append(fams, name)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	hs, err := s.eraseBE.HashesOf(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var hashes []string
+	for i, h := range hs {
+		for field, cohort := range h {
+			period, ok := strings.CutPrefix(field, "p:")
+			cut := strings.LastIndexByte(cohort, '-')
+			if !ok || cut <= 0 {
+				continue
+			}
+			hashes = append(hashes, s.layout.Placement(fams[i], period, cohort[:cut]).Placed, s.layout.Moves(fams[i], period).Moves)
+		}
+	}
+	if err := s.eraseBE.ForgetField(ctx, hashes, user); err != nil {
+		return nil, err
+	}
+	return keys, nil
 }

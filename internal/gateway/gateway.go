@@ -112,6 +112,7 @@ type Backend interface {
 	IndexBackend
 	TournamentBackend
 	EraseBackend
+	LeagueBackend
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -169,6 +170,7 @@ type Service struct {
 	banBE    BanBackend
 	tourBE   TournamentBackend
 	eraseBE  EraseBackend
+	leagueBE LeagueBackend
 	layout   shard.Layout
 	log      *slog.Logger
 	now      func() time.Time
@@ -228,7 +230,7 @@ func New(o Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, tourBE: o.Backend, eraseBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
+		cfg: o.Config, writeBE: o.Backend, readBE: o.Backend, lifeBE: o.Backend, healthBE: o.Backend, banBE: o.Backend, tourBE: o.Backend, eraseBE: o.Backend, leagueBE: o.Backend, layout: shard.Layout{Prefix: o.Config.Redis.Prefix},
 		log: o.Logger, now: o.Now, timeout: o.ShardTimeout, families: map[string]*family{}, m: m,
 		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit, eraseChunk: eraseChunk,
 	}

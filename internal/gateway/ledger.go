@@ -37,6 +37,7 @@ type Ledger interface {
 	Settle(ctx context.Context, family, period string, top int, boards []string, comp bool, r ledger.Rules) (ledger.Settlement, error)
 	Settlement(ctx context.Context, family, period string) (ledger.Settlement, bool, error)
 	Outbox(ctx context.Context, family, period string) ([]ledger.Award, error)
+	QueueMoves(ctx context.Context, family, period string, members []string, payloads [][]byte) error
 	Ping(ctx context.Context) error
 	// A member's data rights (erasure.go).
 	MemberBoards(ctx context.Context, member string) ([]ledger.MemberBoard, error)

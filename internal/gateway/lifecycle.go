@@ -188,6 +188,12 @@ func (s *Service) Freeze(ctx context.Context, familyName, periodID string) (Peri
 	}
 	s.states.Delete(f.cfg.Name + "/" + p.ID)
 	s.log.Info("period frozen", "family", f.cfg.Name, "period", p.ID, "shards", len(metas)-1)
+	if f.cfg.Cohorts != nil && s.ledger == nil {
+		// Redis-only mode: a league's period ends at its freeze.
+		if _, err := s.weekEnd(ctx, f, p.ID); err != nil {
+			return PeriodDetail{}, err
+		}
+	}
 	return s.PeriodDetail(ctx, f.cfg.Name, p.ID)
 }
 

@@ -102,6 +102,12 @@ func (s *Service) Settle(ctx context.Context, familyName, periodID string, top i
 		}
 	}
 	s.log.Info("period settled", "family", f.cfg.Name, "period", p.ID, "boards", len(st.Boards), "top", top)
+	if f.cfg.Cohorts != nil {
+		// Ledger mode: a league's period ends at its settlement.
+		if _, err := s.weekEnd(ctx, f, p.ID); err != nil {
+			return SettlementView{}, err
+		}
+	}
 	return s.settlementView(ctx, f, st)
 }
 

@@ -120,6 +120,9 @@ func (s *Service) ApplyBatch(ctx context.Context, evs []Event) ([]BatchItem, err
 		// The scripts refuse (or answer a replay as a duplicate) atomically.
 		p.periodClosed = states[key] != "" && states[key] != "open"
 	}
+	if err := s.placeCohorts(ctx, plans); err != nil {
+		return nil, err
+	}
 	s.recordLate(ctx, plans, now)
 	out, err := s.writes.apply(ctx, plans, shards, now)
 	if err != nil {
@@ -348,6 +351,9 @@ func (s *Service) boardsOf(f *family, periodID string, dims map[string]string) (
 		v := dims[t]
 		if t == shard.National {
 			return nil, rank.Invalid("dims."+t, "national is implied; dims name the other dimensions")
+		}
+		if t == shard.DimCohort && f.cfg.Cohorts != nil {
+			return nil, rank.Invalid("dims."+t, "family %s is a league: the gateway places each member in a cohort", f.cfg.Name)
 		}
 		if _, ok := f.cfg.Dimensions[t]; !ok || !rank.ValidDimType(t) {
 			return nil, rank.Invalid("dims", "family %s has no dimension %q", f.cfg.Name, t)

@@ -420,6 +420,10 @@ var scopeRules = []scopeRule{
 	{method: http.MethodPost, path: "/v1/tournaments/{}/join", scope: ScopeWrite},
 	{method: http.MethodGet, path: "/v1/tournaments", scope: ScopeRead},
 	{method: http.MethodGet, path: "/v1/tournaments/{}", scope: ScopeRead},
+	// Leagues: read like boards.
+	{method: http.MethodGet, path: "/v1/families/{}/members/{}/league", scope: ScopeRead},
+	{method: http.MethodGet, path: "/v1/families/{}/cohorts", scope: ScopeRead},
+	{method: http.MethodGet, path: "/v1/families/{}/moves", scope: ScopeRead},
 	// Awards: a reward service that pulls lists them and acknowledges what it
 	// took: scope awards (or, as before that scope existed, read to list and
 	// write to acknowledge).
@@ -519,6 +523,9 @@ var playerRules = []playerRule{
 	{method: http.MethodGet, path: "/v1/boards/{}/{}", scopes: []string{player.ScopeRead}},
 	{method: http.MethodGet, path: "/v1/families/{}/period", scopes: []string{player.ScopeRead}},
 	{method: http.MethodGet, path: "/v1/families", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: "/v1/families/{}/members/{}/league", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: "/v1/families/{}/cohorts", scopes: []string{player.ScopeRead}},
+	{method: http.MethodGet, path: "/v1/families/{}/moves", scopes: []string{player.ScopeRead}},
 	{method: http.MethodGet, path: boardRule + "/live", scopes: []string{player.ScopeRead, player.ScopeLive}},
 	{method: http.MethodPost, path: "/v1/tickets", scopes: []string{player.ScopeRead, player.ScopeLive}},
 }

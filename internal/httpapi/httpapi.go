@@ -105,6 +105,15 @@ type Competitions interface {
 	Tournaments(ctx context.Context, state string) (gateway.TournamentList, error)
 	CancelTournament(ctx context.Context, id string) (gateway.TournamentInfo, error)
 	Join(ctx context.Context, id, user string) (gateway.JoinResult, error)
+	Leagues
+}
+
+// Leagues backs the league routes (leagues.go): a member's tier and cohort,
+// a period's cohorts and its moves.
+type Leagues interface {
+	League(ctx context.Context, family, member, period string) (gateway.LeagueStanding, error)
+	Cohorts(ctx context.Context, family, period string) (gateway.CohortList, error)
+	Moves(ctx context.Context, family, period string) (gateway.MoveList, error)
 }
 
 // Service is every part at once, plus readiness (GET /readyz).
@@ -358,6 +367,9 @@ func (s *server) routes(auth func(http.Handler) http.Handler, g prometheus.Gathe
 	api("GET /v1/tournaments/{id}", s.getTournament)
 	api("DELETE /v1/tournaments/{id}", s.cancelTournament)
 	api("POST /v1/tournaments/{id}/join", s.joinTournament)
+	api("GET /v1/families/{family}/members/{member}/league", s.league)
+	api("GET /v1/families/{family}/cohorts", s.cohorts)
+	api("GET /v1/families/{family}/moves", s.moves)
 	// Service: open, not shed.
 	s.handle("GET /v1/openapi.json", s.adapt(s.openAPI))
 	s.handle("GET /healthz", s.adapt(s.healthz))

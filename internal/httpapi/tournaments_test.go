@@ -89,3 +89,15 @@ func TestTournamentRoutes(t *testing.T) {
 		})
 	}
 }
+
+func (f *fakeService) League(ctx context.Context, family, member, period string) (gateway.LeagueStanding, error) {
+	return gateway.LeagueStanding{}, f.unexpected("League")
+}
+
+func (f *fakeService) Cohorts(ctx context.Context, family, period string) (gateway.CohortList, error) {
+	return gateway.CohortList{}, f.unexpected("Cohorts")
+}
+
+func (f *fakeService) Moves(ctx context.Context, family, period string) (gateway.MoveList, error) {
+	return gateway.MoveList{}, f.unexpected("Moves")
+}

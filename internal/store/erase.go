@@ -145,6 +145,47 @@ func (s *Store) IndexMemberBoards(ctx context.Context, idx map[string][]string) 
 	return nil
 }
 
+// HashesOf reads whole hashes (a member's league hashes), in one pipeline;
+// a missing hash reads empty.
+func (s *Store) HashesOf(ctx context.Context, keys []string) ([]map[string]string, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	pipe := s.rw.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.HGetAll(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, s.fail("hgetall", fmt.Errorf("reading %d hashes: %w", len(keys), err))
+	}
+	out := make([]map[string]string, len(keys))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
+
+// ForgetField removes field from each of hashes (a member's entries in the
+// league placement and moves hashes), in one pipeline. Idempotent.
+func (s *Store) ForgetField(ctx context.Context, hashes []string, field string) error {
+	if len(hashes) == 0 {
+		return nil
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	pipe := s.rw.Pipeline()
+	for _, h := range hashes {
+		pipe.HDel(ctx, h, field)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return s.fail("hdel", fmt.Errorf("removing %s from %d hashes: %w", field, len(hashes), err))
+	}
+	return nil
+}
+
 // ForgetBoards removes board shards from a member's board index (after
 // they were erased there).
 func (s *Store) ForgetBoards(ctx context.Context, key string, zs []string) error {

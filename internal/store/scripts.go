@@ -63,6 +63,7 @@ var (
 	tournamentScript   = script("#!lua", "tournament.lua")
 	rateScript         = script("#!lua", "rate.lua")
 	eraseScript        = script("#!lua", "erase.lua")
+	placeScript        = script("#!lua", "place.lua") // leagues: a member's cohort
 )
 
 // Scripts lists every script with its name, for preloading and tests.
@@ -74,5 +75,6 @@ func Scripts() map[string]*redis.Script {
 		"unban": unbanScript, "derive": deriveScript, "rate": rateScript,
 		"gated_apply": gatedApplyScript, "gated_columns": gatedColumnsScript, "join": joinScript, "tournament": tournamentScript,
 		"erase": eraseScript,
+		"place": placeScript,
 	}
 }

@@ -181,6 +181,52 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		}
 	})
 
+	// place.lua's keys share the tag of a tier's placement state; a
+	// member's league hash sits under their own tag (tiers spread over the
+	// cluster); the moves share the period's tag.
+	t.Run("league keys", func(t *testing.T) {
+		t.Parallel()
+		var keys []string
+		for _, tier := range []string{"bronze", "gold"} {
+			pk := layout.Placement("league", "2026-W49", tier)
+			keys = append(keys, pk.Placed, pk.Cohorts)
+		}
+		mk := layout.Moves("league", "2026-W49")
+		pk := layout.Period("league", "2026-W49")
+		keys = append(keys, mk.Moves, mk.Done, pk.Meta)
+		members := []string{"u1001", "B", "a.b@c", "Z9", "u2", "u3", "u4", "u5"}
+		for _, m := range members {
+			keys = append(keys, layout.LeagueMember(m, "league"), layout.Profile(m))
+		}
+		slots := liveSlots(t, ctx, node, keys)
+		for _, k := range keys {
+			if shard.Slot(k) != slots[k] {
+				t.Errorf("shard.Slot(%q) = %d, CLUSTER KEYSLOT = %d", k, shard.Slot(k), slots[k])
+			}
+		}
+		for i := 0; i < 4; i += 2 {
+			if slots[keys[i]] != slots[keys[i+1]] {
+				t.Errorf("place.lua keys %q and %q in slots %d and %d", keys[i], keys[i+1], slots[keys[i]], slots[keys[i+1]])
+			}
+		}
+		if slots[keys[0]] == slots[keys[2]] {
+			t.Errorf("two tiers share slot %d: each tier's placement has its own tag", slots[keys[0]])
+		}
+		if slots[mk.Moves] != slots[pk.Meta] || slots[mk.Done] != slots[pk.Meta] {
+			t.Errorf("moves keys not in the period's slot %d", slots[pk.Meta])
+		}
+		distinct := map[int]bool{}
+		for i := 7; i < len(keys); i += 2 {
+			if slots[keys[i]] != slots[keys[i+1]] {
+				t.Errorf("%q and %q in slots %d and %d: a member's keys share one", keys[i], keys[i+1], slots[keys[i]], slots[keys[i+1]])
+			}
+			distinct[slots[keys[i]]] = true
+		}
+		if len(distinct) < len(members)-1 {
+			t.Errorf("%d members' league hashes in %d slots; want them spread", len(members), len(distinct))
+		}
+	})
+
 	// rate.lua's one key and the member's board index sit under the
 	// member's own tag, beside the profile (an erasure deletes them in one
 	// DEL); different members spread over the slots.

@@ -431,6 +431,22 @@ export class RankgateClient {
       this.api.POST("/v1/tournaments/{id}/join", { ...init, params: { path: { id } }, body: { user } }));
   }
 
+  /** A member's tier and cohort in a league period (default the current one). */
+  getLeague(family: string, member: string, q?: Query<"getLeague">, o?: CallOptions) {
+    return this.send("getLeague", o, (init) =>
+      this.api.GET("/v1/families/{family}/members/{member}/league", { ...init, params: { path: { family, member }, query: q } }));
+  }
+
+  /** The cohorts of a league period, by tier and number. */
+  listCohorts(family: string, q?: Query<"listCohorts">, o?: CallOptions) {
+    return this.send("listCohorts", o, (init) => this.api.GET("/v1/families/{family}/cohorts", { ...init, params: { path: { family }, query: q } }));
+  }
+
+  /** The moves recorded when a league period ended. */
+  listMoves(family: string, q?: Query<"listMoves">, o?: CallOptions) {
+    return this.send("listMoves", o, (init) => this.api.GET("/v1/families/{family}/moves", { ...init, params: { path: { family }, query: q } }));
+  }
+
   // Service routes (no token needed).
 
   /** The OpenAPI document, as JSON. */

@@ -277,6 +277,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/families/{family}/members/{member}/league": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A member's tier and cohort in a league
+         * @description The member's tier and their cohort of the period (`cohort` and `board` null before their first event of it; a new member's tier is the first). A family without cohorts: 400 `invalid_argument` (field `family`).
+         */
+        get: operations["getLeague"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/families/{family}/cohorts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The cohorts of a league period
+         * @description Every cohort of the period, by tier (lowest first) and number, with the members placed in it. A family without cohorts: 400 `invalid_argument` (field `family`).
+         */
+        get: operations["listCohorts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/families/{family}/moves": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The moves of a league period
+         * @description The tier changes recorded when the period ended (the freeze in Redis-only mode, the settlement in ledger mode), by tier, cohort and position; `recorded` false and no moves before that. A family without cohorts: 400 `invalid_argument` (field `family`).
+         */
+        get: operations["listMoves"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/families": {
         parameters: {
             query?: never;
@@ -893,6 +953,39 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        LeagueStanding: {
+            family: string;
+            period: string;
+            member: string;
+            /** @description The tier the member plays this period in (placed), or will be placed in. */
+            tier: string;
+            /** @description `<tier>-<n>`, null before the member's first event of the period. */
+            cohort: string | null;
+            /** @description The cohort's board, `{family}/{period}/cohort:<tier>-<n>`; null when not placed. */
+            board: string | null;
+        };
+        CohortList: {
+            family: string;
+            period: string;
+            cohorts: {
+                cohort: string;
+                tier: string;
+                size: number;
+            }[];
+        };
+        MoveList: {
+            family: string;
+            period: string;
+            recorded: boolean;
+            moves: {
+                member: string;
+                from: string;
+                to: string;
+                cohort: string;
+                /** @description In the cohort's board, from 0. */
+                position: number;
+            }[];
+        };
         /** @enum {string} */
         ErrorCode: "invalid_argument" | "invalid_cursor" | "offset_too_deep" | "unauthenticated" | "forbidden" | "member_banned" | "unknown_family" | "unknown_board" | "not_ranked" | "unknown_event" | "not_found" | "method_not_allowed" | "period_closed" | "wrong_source" | "snapshot_expired" | "ledger_required" | "too_large" | "out_of_range" | "rate_limited" | "unavailable" | "internal" | "unknown_tournament" | "already_exists" | "tournament_full" | "not_joined" | "attempts_exhausted";
         /** @description The one error shape. The mux's own 404 (`not_found`, no such path) and 405 (`method_not_allowed`, with `Allow`) use it too. */
@@ -1861,6 +1954,8 @@ export interface components {
         period: string;
         /** @description `national`, or `<type>:<value>` for a dimension type the family declares (`province:zhejiang`); value `[A-Za-z0-9_.-]{1,64}`. */
         dimension: string;
+        /** @description The family's period id, or `current` (the default). */
+        leaguePeriod: string;
         /** @description A member id, `[A-Za-z0-9_.@-]{1,64}`; anything else is 400 `invalid_argument`. */
         member: string;
         /** @description An award's idempotency key (64 lower-case hex digits). */
@@ -2581,6 +2676,107 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PeriodInfo"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getLeague: {
+        parameters: {
+            query?: {
+                /** @description The family's period id, or `current` (the default). */
+                period?: components["parameters"]["leaguePeriod"];
+            };
+            header?: never;
+            path: {
+                /** @description A configured family; unknown is 404 `unknown_family`. */
+                family: components["parameters"]["family"];
+                /** @description A member id, `[A-Za-z0-9_.@-]{1,64}`; anything else is 400 `invalid_argument`. */
+                member: components["parameters"]["member"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeagueStanding"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCohorts: {
+        parameters: {
+            query?: {
+                /** @description The family's period id, or `current` (the default). */
+                period?: components["parameters"]["leaguePeriod"];
+            };
+            header?: never;
+            path: {
+                /** @description A configured family; unknown is 404 `unknown_family`. */
+                family: components["parameters"]["family"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CohortList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listMoves: {
+        parameters: {
+            query?: {
+                /** @description The family's period id, or `current` (the default). */
+                period?: components["parameters"]["leaguePeriod"];
+            };
+            header?: never;
+            path: {
+                /** @description A configured family; unknown is 404 `unknown_family`. */
+                family: components["parameters"]["family"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MoveList"];
                 };
             };
             400: components["responses"]["BadRequest"];

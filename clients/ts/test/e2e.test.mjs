@@ -123,7 +123,7 @@ describe("against a real gateway", { skip: why || false }, () => {
     assert.match(period.period, /^\d{4}-W\d{2}$/);
     assert.equal(period.state, "open");
     const fams = await c.listFamilies();
-    assert.deepEqual(fams.families.map((f) => f.name).sort(), ["course", "cup", "game", "learning", "quiz", "quiz_double"]);
+    assert.deepEqual(fams.families.map((f) => f.name).sort(), ["course", "cup", "game", "league", "learning", "quiz", "quiz_double"]);
 
     // A projection family takes absolute totals with versions.
     const course = { family: "course", period: "current", dimension: "national" };
@@ -351,6 +351,26 @@ describe("against a real gateway", { skip: why || false }, () => {
     assert.equal(errs[0].info.fatal, true);
     assert.equal(errs[0].err.status, 401);
     assert.equal(sub.closed, true);
+  });
+
+  test("leagues: a member's cohort and board, the cohorts, the moves", async () => {
+    const u = id("lg");
+    const before = await c.getLeague("league", u);
+    assert.equal(before.tier, "bronze", "a new member's tier is the first");
+    assert.equal(before.cohort, null);
+    await c.postEvent({ event_id: id("lg1"), family: "league", user: u, delta: 5 });
+    const l = await c.getLeague("league", u, { period: "current" });
+    assert.equal(l.tier, "bronze");
+    assert.match(l.cohort ?? "", /^bronze-\d+$/);
+    assert.equal(l.board, `league/${l.period}/cohort:${l.cohort}`);
+    const cs = await c.listCohorts("league", { period: "current" });
+    assert.ok(cs.cohorts.some((x) => x.cohort === l.cohort && x.tier === "bronze" && x.size >= 1));
+    const top = await c.getTop({ family: "league", period: "current", dimension: `cohort:${l.cohort}` }, { limit: 30, consistency: "primary" });
+    assert.ok(top.entries.some((e) => e.user === u && e.points === 5));
+    const mv = await c.listMoves("league", { period: l.period });
+    assert.equal(mv.recorded, false, "no moves before the period ends");
+    assert.deepEqual(mv.moves, []);
+    await assert.rejects(c.listCohorts("learning"), (err) => err.status === 400 && err.code === "invalid_argument");
   });
 
   test("tournaments, on a Redis-only gateway: create, list, join, write, read, cancel", async () => {

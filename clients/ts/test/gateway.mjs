@@ -30,7 +30,7 @@ export function unavailable() {
 
 // Families of the test gateway: events (sum, max), a projection family, a
 // derived one and its input, and a family of its own for the period
-// lifecycle (freeze, reviews, settle, awards, archive).
+// lifecycle (freeze, reviews, settle, awards, archive), and a league.
 const families = `families:
   learning:
     source: events
@@ -95,6 +95,13 @@ const families = `families:
     cache_ttl: 0s
     dimensions:
       national: {shards: 2}
+  league:
+    period: week
+    timezone: UTC
+    tie: first
+    cohorts: {size: 30, tiers: [bronze, silver, gold], promote: 7, demote: 5}
+    dimensions:
+      national: {shards: 1}
 `;
 
 function config(addrs, prefix, ledger) {

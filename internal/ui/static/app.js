@@ -133,20 +133,20 @@
       state.families = list.families || [];
       const periods = await Promise.all(state.families.map((f) =>
         api(`/v1/families/${enc(f.name)}/period`).catch((err) => ({ error: err }))));
-      $("families-body").replaceChildren(...state.families.map((f, i) => {
+      // Leagues (a cohort dimension): their current cohorts, per tier.
+      const cohorts = await Promise.all(state.families.map((f) =>
+        (f.dimensions || []).includes("cohort")
+          ? api(`/v1/families/${enc(f.name)}/cohorts?period=current`).catch(() => null)
+          : null));
+      $("families-body").replaceChildren(...state.families.flatMap((f, i) => {
         const p = periods[i];
         if (p.error) {
-          return el("tr", {}, el("td", {}, f.name), el("td", {}, f.period || ""),
-            el("td", { colspan: "5", class: "error" }, p.error.message));
+          return [el("tr", {}, el("td", {}, f.name), el("td", {}, f.period || ""),
+            el("td", { colspan: "5", class: "error" }, p.error.message))];
         }
-        return el("tr", {},
-          el("td", {}, f.name),
-          el("td", {}, f.period || ""),
-          el("td", { class: "period" }, p.period),
-          el("td", { class: "state-" + p.state }, p.state),
-          el("td", {}, fmtTime(p.starts)),
-          el("td", {}, fmtTime(p.ends)),
-          el("td", {}, (f.dimensions || []).join(", ")));
+        const rows = [familyRow(f, p)];
+        if (cohorts[i]) rows.push(cohortRow(cohorts[i]));
+        return rows;
       }));
       if (state.families.length === 0) {
         $("families-body").replaceChildren(el("tr", {}, el("td", { colspan: "7", class: "muted" }, "no family configured")));
@@ -156,6 +156,34 @@
     } catch (err) {
       showError("families-error", err);
     }
+  }
+
+  // cohortRow lists a league's cohorts of the current period: per tier, how
+  // many cohorts and members, and each cohort with its size.
+  function cohortRow(list) {
+    const tiers = new Map();
+    for (const c of list.cohorts || []) {
+      if (!tiers.has(c.tier)) tiers.set(c.tier, []);
+      tiers.get(c.tier).push(c);
+    }
+    const parts = [...tiers].map(([tier, cs]) => {
+      const members = cs.reduce((n, c) => n + c.size, 0);
+      const shown = cs.slice(0, 12).map((c) => `${c.cohort} (${c.size})`).join(", ");
+      return `${tier}: ${cs.length} cohorts, ${members} members — ${shown}${cs.length > 12 ? ", …" : ""}`;
+    });
+    return el("tr", { class: "cohorts" }, el("td", {}, ""),
+      el("td", { colspan: "6", class: "muted" }, parts.length ? "cohorts " + parts.join("; ") : "no cohort yet this period"));
+  }
+
+  function familyRow(f, p) {
+    return el("tr", {},
+      el("td", {}, f.name),
+      el("td", {}, f.period || ""),
+      el("td", { class: "period" }, p.period),
+      el("td", { class: "state-" + p.state }, p.state),
+      el("td", {}, fmtTime(p.starts)),
+      el("td", {}, fmtTime(p.ends)),
+      el("td", {}, (f.dimensions || []).join(", ")));
   }
 
   // The family select lists the configured families, then the active
