@@ -31,6 +31,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rankgate/rankgate/api/wire"
 )
 
 // Client talks to one gateway. Safe for concurrent use.
@@ -447,9 +449,7 @@ func (c *Client) Period(ctx context.Context, family string, at time.Time) (Perio
 
 // Families lists the configured families.
 func (c *Client) Families(ctx context.Context) ([]FamilyInfo, error) {
-	var out struct {
-		Families []FamilyInfo `json:"families"`
-	}
+	var out wire.FamilyList
 	err := c.do(ctx, call{method: http.MethodGet, path: "/v1/families", idempotent: true}, &out)
 	return out.Families, err
 }
