@@ -9,9 +9,8 @@
 // and every property the schema requires is never omitted), and the e2e
 // tests validate every exchange against the document.
 //
-// A few fields tagged `json:"-"` are the gateway's own bookkeeping and never
-// travel on the wire (ReadMeta.MaxAge, Entry.ColKey); a client leaves them
-// zero.
+// One field is the gateway's own bookkeeping and never travels on the wire:
+// ReadMeta.MaxAge (tagged `json:"-"`); a client leaves it zero.
 //
 // The package imports the standard library only.
 package wire

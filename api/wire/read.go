@@ -43,9 +43,6 @@ type Entry struct {
 	Columns map[string]int64 `json:"columns,omitempty"`
 	// Metadata: the entry's metadata, asked for with metadata=1.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
-	// ColKey is not on the wire: the gateway's column part of the stored
-	// member; entries equal on points and ColKey share a competition rank.
-	ColKey string `json:"-"`
 }
 
 // Page is an ordered list of entries (schema Page).
