@@ -356,16 +356,6 @@ func (c *Client) Around(ctx context.Context, b Board, member string, radius int,
 	return out, err
 }
 
-// PageQuery selects a page: by Cursor (keyset), by Offset (realtime, set
-// HasOffset), or from a Snapshot by Offset.
-type PageQuery struct {
-	Limit     int
-	Cursor    string
-	Offset    int
-	HasOffset bool
-	Snapshot  string
-}
-
 // Entries returns a page of a board; follow Page.NextCursor.
 func (c *Client) Entries(ctx context.Context, b Board, pq PageQuery, o ReadOptions) (Page, error) {
 	q := o.query()

@@ -81,6 +81,9 @@ type (
 	Settlement = wire.Settlement
 	// Correction is an audited change (ledger mode).
 	Correction = wire.Correction
+	// PageQuery selects a page: by Cursor (keyset), by Offset (realtime,
+	// set HasOffset), or from a Snapshot by Offset.
+	PageQuery = wire.PageQuery
 )
 
 // BatchItem is one event's outcome in a batch: a result or an error.

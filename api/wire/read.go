@@ -165,3 +165,14 @@ type ColumnInfo struct {
 type FamilyList struct {
 	Families []FamilyInfo `json:"families"`
 }
+
+// PageQuery is not a body but the paging query parameters of GET
+// {board}/entries: by Cursor (keyset, limit and cursor), by Offset
+// (realtime, offset; set HasOffset), or from a Snapshot by Offset.
+type PageQuery struct {
+	Limit     int
+	Cursor    string
+	Offset    int
+	HasOffset bool
+	Snapshot  string
+}

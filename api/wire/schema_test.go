@@ -78,6 +78,11 @@ var wireSchemas = []struct {
 	{reflect.TypeFor[wire.JoinResult](), "JoinResult"},
 }
 
+// notBodies are the struct types of package wire that are not JSON bodies.
+var notBodies = map[string]string{
+	"PageQuery": "the paging query parameters of GET {board}/entries",
+}
+
 // notWire lists the object schemas of the document that no type of package
 // wire carries, and why; every other object schema must be in wireSchemas.
 var notWire = map[string]string{
@@ -214,6 +219,9 @@ func TestEveryWireTypeHasASchema(t *testing.T) {
 				return true
 			}
 			if _, isStruct := ts.Type.(*ast.StructType); isStruct && ts.Name.IsExported() {
+				if notBodies[ts.Name.Name] != "" {
+					return false
+				}
 				declared++
 				if !inTable[ts.Name.Name] {
 					t.Errorf("%s: wire.%s is not in wireSchemas: pair it with its schema", name, ts.Name.Name)

@@ -79,6 +79,10 @@ type (
 	TournamentInfo = wire.TournamentInfo
 	TournamentList = wire.TournamentList
 	JoinResult     = wire.JoinResult
+
+	// PageQuery selects a page of entries: by cursor (keyset), by offset
+	// (realtime), or from a snapshot.
+	PageQuery = wire.PageQuery
 )
 
 // BoardRef names a board as the API does; Period may be "current".
@@ -113,16 +117,6 @@ type Page struct {
 	// (every hit of one value answers the same bytes; only max-age differs,
 	// and that is a header).
 	hit *lazyBody
-}
-
-// PageQuery selects a page of entries: by cursor (keyset), by offset
-// (realtime), or — with the hot-reads issue — from a snapshot.
-type PageQuery struct {
-	Limit     int
-	Cursor    string
-	Offset    int
-	HasOffset bool
-	Snapshot  string
 }
 
 // RangeQuery selects entries whose points lie in [Min, Max], in board order.
