@@ -74,6 +74,16 @@ ts-generate: ts-deps ## regenerate clients/ts/src/schema.ts from api/openapi.yam
 
 generate: ts-generate ## regenerate the code generated from api/openapi.yaml
 
+# What `make generate` writes. The Go wire types (api/wire) are written by
+# hand, not generated: api/wire's test ties them to api/openapi.yaml, and
+# generate-check runs it too.
+GENERATED := $(TS_DIR)/src/schema.ts
+
+.PHONY: generate-check
+generate-check: generate ## make generate, fail when a generated file differs from the committed one; the Go wire types match api/openapi.yaml
+	@git diff --exit-code --stat -- $(GENERATED) || { echo "generated files are stale: run make generate and commit them"; exit 1; }
+	$(GO) test -count=1 ./api/...
+
 ts-test: ts-deps test-cluster-up ## the TypeScript client: generated types up to date, build, tests against a real gateway on the test cluster
 	$(WITH_TEST_DEPS) npm --prefix $(TS_DIR) test
 
@@ -126,7 +136,7 @@ bench: ## benchmarks of ./internal/...
 # staticcheck: `make staticcheck-install` puts this version in $(go env GOPATH)/bin.
 STATICCHECK_VERSION ?= v0.8.2
 
-lint: staticcheck-install ts-lint ## gofmt (must be clean), go vet, staticcheck $(STATICCHECK_VERSION) (installed when missing), Markdown links; clients/ts: generated types up to date, tsc clean
+lint: staticcheck-install ts-lint generate-check ## gofmt (must be clean), go vet, staticcheck $(STATICCHECK_VERSION) (installed when missing), Markdown links; clients/ts: tsc clean; generated code up to date (generate-check)
 	@unformatted="$$(gofmt -l .)"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
 	$(GO) test -count=1 -run '^TestMarkdownLinksResolve$$' .

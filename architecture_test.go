@@ -115,6 +115,8 @@ func forbidden(col string) map[string]func(string) bool {
 			rules[w] = func(p string) bool { return strings.HasPrefix(p, mod) }
 		case "any rankgate package but rank":
 			rules[w] = func(p string) bool { return strings.HasPrefix(p, mod) && p != mod+"internal/rank" }
+		case "any rankgate package but api/wire":
+			rules[w] = func(p string) bool { return strings.HasPrefix(p, mod) && p != mod+"api/wire" }
 		case "anything but the standard library", "everything but the standard library":
 			rules[w] = func(p string) bool { first, _, _ := strings.Cut(p, "/"); return strings.Contains(first, ".") }
 		case "gateway", "httpapi", "store", "ledger", "cache":

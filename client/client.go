@@ -31,6 +31,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rankgate/rankgate/api/wire"
 )
 
 // Client talks to one gateway. Safe for concurrent use.
@@ -354,16 +356,6 @@ func (c *Client) Around(ctx context.Context, b Board, member string, radius int,
 	return out, err
 }
 
-// PageQuery selects a page: by Cursor (keyset), by Offset (realtime, set
-// HasOffset), or from a Snapshot by Offset.
-type PageQuery struct {
-	Limit     int
-	Cursor    string
-	Offset    int
-	HasOffset bool
-	Snapshot  string
-}
-
 // Entries returns a page of a board; follow Page.NextCursor.
 func (c *Client) Entries(ctx context.Context, b Board, pq PageQuery, o ReadOptions) (Page, error) {
 	q := o.query()
@@ -447,9 +439,7 @@ func (c *Client) Period(ctx context.Context, family string, at time.Time) (Perio
 
 // Families lists the configured families.
 func (c *Client) Families(ctx context.Context) ([]FamilyInfo, error) {
-	var out struct {
-		Families []FamilyInfo `json:"families"`
-	}
+	var out wire.FamilyList
 	err := c.do(ctx, call{method: http.MethodGet, path: "/v1/families", idempotent: true}, &out)
 	return out.Families, err
 }

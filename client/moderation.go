@@ -7,79 +7,31 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/rankgate/rankgate/api/wire"
 )
 
-// Moderation (scope admin) and score history (scope read, ledger mode).
-// The answer types below deliberately mirror internal/gateway's moderation.go
-// and bans.go, as client/types.go mirrors the rest (see there): a client must
-// not import the server's internal packages; api/openapi.yaml is the contract.
-
-// Removal is the body of RemoveMember: who removes and why.
-type Removal struct {
-	Operator string `json:"operator"`
-	Reason   string `json:"reason"`
-}
-
-// RemovalResult answers RemoveMember: the points the member had.
-type RemovalResult struct {
-	Removed bool  `json:"removed"`
-	Points  int64 `json:"points"`
-}
-
-// BanRequest is the body of PutBan; no Families means every family.
-type BanRequest struct {
-	Operator string   `json:"operator"`
-	Reason   string   `json:"reason"`
-	Families []string `json:"families,omitempty"`
-}
-
-// Ban is one member's ban; empty Families: every family.
-type Ban struct {
-	User     string    `json:"user"`
-	Families []string  `json:"families"`
-	Operator string    `json:"operator"`
-	Reason   string    `json:"reason"`
-	At       time.Time `json:"at"`
-}
-
-// BanResult answers PutBan: the ban and the boards of the current periods
-// the member was removed from.
-type BanResult struct {
-	Ban
-	Removed []BoardPoints `json:"removed"`
-}
-
-// BanList answers Bans.
-type BanList struct {
-	Bans []Ban `json:"bans"`
-}
-
-// HistoryEvent is one event of a member's score history on a board.
-type HistoryEvent struct {
-	EventID      string           `json:"event_id"`
-	Kind         string           `json:"kind"`
-	Delta        *int64           `json:"delta,omitempty"`
-	Value        *int64           `json:"value,omitempty"`
-	Columns      map[string]int64 `json:"columns,omitempty"`
-	Reverses     string           `json:"reverses,omitempty"`
-	ReversedBy   string           `json:"reversed_by,omitempty"`
-	PointsBefore int64            `json:"points_before"`
-	PointsAfter  int64            `json:"points_after"`
-	Ranked       bool             `json:"ranked"`
-	Changed      bool             `json:"changed"`
-	At           time.Time        `json:"at"`
-	RecordedAt   time.Time        `json:"recorded_at"`
-	Operator     string           `json:"operator"`
-	Reason       string           `json:"reason"`
-}
-
-// History answers MemberHistory; follow NextCursor.
-type History struct {
-	Board      string         `json:"board"`
-	User       string         `json:"user"`
-	Events     []HistoryEvent `json:"events"`
-	NextCursor string         `json:"next_cursor,omitempty"`
-}
+// Moderation (scope admin) and score history (scope read, ledger mode); the
+// types are package wire's (see types.go).
+type (
+	// Removal is the body of RemoveMember: who removes and why.
+	Removal = wire.Removal
+	// RemovalResult answers RemoveMember: the points the member had.
+	RemovalResult = wire.RemovalResult
+	// BanRequest is the body of PutBan; no Families means every family.
+	BanRequest = wire.BanRequest
+	// Ban is one member's ban; empty Families: every family.
+	Ban = wire.Ban
+	// BanResult answers PutBan: the ban and the boards of the current
+	// periods the member was removed from.
+	BanResult = wire.BanResult
+	// BanList answers Bans.
+	BanList = wire.BanList
+	// HistoryEvent is one event of a member's score history on a board.
+	HistoryEvent = wire.HistoryEvent
+	// History answers MemberHistory; follow NextCursor.
+	History = wire.History
+)
 
 // RemoveMember takes a member off a board (sent once: a retry of a removal
 // that went through answers 404 not_ranked).

@@ -2,69 +2,37 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/rankgate/rankgate/api/wire"
 )
 
-// Tournament is a tournament as POST /v1/tournaments takes it. A one-shot
-// tournament sets Start and End; a recurring one Reset (a 5-field cron in
-// Timezone) and Duration (a Go duration such as "1h"), Start and End then
-// bounding the series. Nil pointers and empty strings take the gateway's
-// defaults (tournaments.defaults in its config).
-type Tournament struct {
-	ID           string             `json:"id"`
-	Title        string             `json:"title,omitempty"`
-	Aggregate    string             `json:"aggregate,omitempty"` // sum | max | min
-	Order        string             `json:"order,omitempty"`     // desc | asc
-	Tie          string             `json:"tie,omitempty"`       // member | first
-	Rank         string             `json:"rank,omitempty"`      // ordinal | competition
-	Start        *time.Time         `json:"start,omitempty"`
-	End          *time.Time         `json:"end,omitempty"`
-	Reset        string             `json:"reset,omitempty"`
-	Duration     string             `json:"duration,omitempty"`
-	Timezone     string             `json:"timezone,omitempty"`
-	MaxSize      *int64             `json:"max_size,omitempty"`
-	MaxAttempts  *int64             `json:"max_attempts,omitempty"`
-	JoinRequired bool               `json:"join_required,omitempty"`
-	Shards       *int               `json:"shards,omitempty"`
-	MaxPoints    *int64             `json:"max_points,omitempty"`
-	Grace        string             `json:"grace,omitempty"`
-	Columns      []TournamentColumn `json:"columns,omitempty"`
-	Lifecycle    *json.RawMessage   `json:"lifecycle,omitempty"` // {"settle": {"after", "top"}, "archive": {"after"}}
-	Metadata     json.RawMessage    `json:"metadata,omitempty"`
-}
-
-// TournamentColumn is one sort column of a tournament.
-type TournamentColumn struct {
-	Name      string `json:"name"`
-	Order     string `json:"order,omitempty"`
-	Max       int64  `json:"max"`
-	Aggregate string `json:"aggregate,omitempty"`
-}
-
-// TournamentInfo is a tournament as the gateway answers it: its rules with
-// every default filled, its state (upcoming, active, ended, cancelled), the
-// seats taken in Period — the period running now, else the next one (ended:
-// the last) — and that period's bounds.
-type TournamentInfo struct {
-	Tournament
-	Created   time.Time  `json:"created"`
-	Cancelled *time.Time `json:"cancelled,omitempty"`
-	State     string     `json:"state"`
-	Size      int64      `json:"size"`
-	Period    string     `json:"period"`
-	Starts    time.Time  `json:"starts"`
-	Ends      time.Time  `json:"ends"`
-}
-
-// JoinResult answers a join: Joined false when the member was in already.
-type JoinResult struct {
-	Joined bool   `json:"joined"`
-	Size   int64  `json:"size"`
-	Period string `json:"period"`
-}
+// The tournament types are package wire's (see types.go).
+type (
+	// Tournament is a tournament as POST /v1/tournaments takes it. A
+	// one-shot tournament sets Start and End; a recurring one Reset (a
+	// 5-field cron in Timezone) and Duration (a Go duration such as "1h"),
+	// Start and End then bounding the series. Nil pointers and empty
+	// strings take the gateway's defaults (tournaments.defaults in its
+	// config).
+	Tournament = wire.Tournament
+	// TournamentColumn is one sort column of a tournament.
+	TournamentColumn = wire.TournamentColumn
+	// TournamentLifecycle is when a period settles and archives after its
+	// freeze.
+	TournamentLifecycle = wire.TournamentLifecycle
+	// TournamentStep is one lifecycle step.
+	TournamentStep = wire.TournamentStep
+	// TournamentInfo is a tournament as the gateway answers it: its rules
+	// with every default filled, its state (upcoming, active, ended,
+	// cancelled), the seats taken in Period — the period running now, else
+	// the next one (ended: the last) — and that period's bounds.
+	TournamentInfo = wire.TournamentInfo
+	// JoinResult answers a join: Joined false when the member was in
+	// already.
+	JoinResult = wire.JoinResult
+)
 
 func tournamentPath(id string) string { return "/v1/tournaments/" + url.PathEscape(id) }
 
@@ -90,9 +58,7 @@ func (c *Client) Tournaments(ctx context.Context, state string) ([]TournamentInf
 	if state != "" {
 		q.Set("state", state)
 	}
-	var out struct {
-		Tournaments []TournamentInfo `json:"tournaments"`
-	}
+	var out wire.TournamentList
 	err := c.do(ctx, call{method: http.MethodGet, path: "/v1/tournaments", query: q, idempotent: true}, &out)
 	return out.Tournaments, err
 }

@@ -5,7 +5,8 @@
 // end, or the windows of a reset cron cut to a duration) and tells its
 // state at an instant.
 //
-// It is pure: no Redis, no HTTP. It imports config, period and rank only;
+// It is pure: no Redis, no HTTP. It imports api/wire (the request's
+// fields), config, period and rank only;
 // internal/gateway keeps the registry (stored in Redis, polled by every
 // gateway) and runs joins and gated writes through internal/store.
 package competition
@@ -19,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rankgate/rankgate/api/wire"
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/period"
 	"github.com/rankgate/rankgate/internal/rank"
@@ -49,57 +51,28 @@ const (
 // Pointers mark what a request may leave out; Normalize fills the defaults,
 // so a stored tournament has every rule set.
 type Tournament struct {
-	ID        string `json:"id"`
-	Title     string `json:"title,omitempty"`
-	Aggregate string `json:"aggregate,omitempty"` // sum | max | min (default sum)
-	Order     string `json:"order,omitempty"`     // desc | asc (default desc)
-	Tie       string `json:"tie,omitempty"`       // member | first (default member)
-	Rank      string `json:"rank,omitempty"`      // ordinal | competition (default competition)
-	// Start and End bound a one-shot tournament: one period [start, end).
-	// A recurring one (Reset and Duration) opens a window at every fire of
-	// Reset, Duration long; Start (default: its creation) and End (none:
-	// it recurs until cancelled) bound the series.
-	Start        *time.Time      `json:"start,omitempty"`
-	End          *time.Time      `json:"end,omitempty"`
-	Reset        string          `json:"reset,omitempty"`
-	Duration     string          `json:"duration,omitempty"`
-	Timezone     string          `json:"timezone,omitempty"`      // of Reset (default UTC)
-	MaxSize      *int64          `json:"max_size,omitempty"`      // absent: no bound on joins
-	MaxAttempts  *int64          `json:"max_attempts,omitempty"`  // absent: no bound on events
-	JoinRequired bool            `json:"join_required,omitempty"` // events need a join first
-	Shards       *int            `json:"shards,omitempty"`
-	MaxPoints    *int64          `json:"max_points,omitempty"`
-	Grace        string          `json:"grace,omitempty"` // late-event window after each period's end
-	Columns      []Column        `json:"columns,omitempty"`
-	Lifecycle    *Lifecycle      `json:"lifecycle,omitempty"`
-	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	// The request's fields (api/wire): Start and End bound a one-shot
+	// tournament: one period [start, end). A recurring one (Reset and
+	// Duration) opens a window at every fire of Reset, Duration long; Start
+	// (default: its creation) and End (none: it recurs until cancelled)
+	// bound the series.
+	wire.Tournament
 	// Set by the gateway, never by a request.
 	Created   time.Time  `json:"created"`
 	Cancelled *time.Time `json:"cancelled,omitempty"`
 }
 
 // Column is one sort column, as in config (families.<f>.columns).
-type Column struct {
-	Name      string `json:"name"`
-	Order     string `json:"order,omitempty"`
-	Max       int64  `json:"max"`
-	Aggregate string `json:"aggregate,omitempty"`
-}
+type Column = wire.TournamentColumn
 
 // Lifecycle is when a period settles and archives after its freeze (at end
 // + grace, always automatic). Absent steps take the defaults: settle 1 m
 // after the freeze with the top 100 (ledger mode), archive 24 h later.
-type Lifecycle struct {
-	Settle  *Step `json:"settle,omitempty"`
-	Archive *Step `json:"archive,omitempty"`
-}
+type Lifecycle = wire.TournamentLifecycle
 
 // Step is one lifecycle step: a Go duration after the step before, and
 // (settle only) how many standings per board are saved.
-type Step struct {
-	After string `json:"after,omitempty"`
-	Top   int    `json:"top,omitempty"`
-}
+type Step = wire.TournamentStep
 
 // Recurring reports whether the tournament opens a period per reset.
 func (t *Tournament) Recurring() bool { return t.Reset != "" }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rankgate/rankgate/api/wire"
 	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/rank"
 )
@@ -26,8 +27,8 @@ func ptr[T any](v T) *T { return &v }
 
 // oneShot is a valid one-shot tournament; cases change one thing.
 func oneShot() Tournament {
-	return Tournament{ID: "spring-cup", Start: at("2026-12-05T10:00:00Z"), End: at("2026-12-05T22:00:00Z"),
-		MaxSize: ptr(int64(100)), MaxAttempts: ptr(int64(3)), JoinRequired: true}
+	return Tournament{Tournament: wire.Tournament{ID: "spring-cup", Start: at("2026-12-05T10:00:00Z"), End: at("2026-12-05T22:00:00Z"),
+		MaxSize: ptr(int64(100)), MaxAttempts: ptr(int64(3)), JoinRequired: true}}
 }
 
 // TestNormalizeRefusesBadRules: every bad rule is a 400 naming its field,
@@ -109,7 +110,7 @@ func TestNormalizeFillsDefaults(t *testing.T) {
 
 func TestRecurringFamily(t *testing.T) {
 	t.Parallel()
-	tr := Tournament{ID: "hourly", Reset: "0 * * * *", Duration: "20m"}
+	tr := Tournament{Tournament: wire.Tournament{ID: "hourly", Reset: "0 * * * *", Duration: "20m"}}
 	if err := tr.Normalize(defaults, now); err != nil {
 		t.Fatal(err)
 	}

@@ -10,31 +10,6 @@ import (
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
-// AwardView is one award with its delivery state (GET /v1/awards).
-type AwardView struct {
-	IdempotencyKey string     `json:"idempotency_key"`
-	Family         string     `json:"family"`
-	Period         string     `json:"period"`
-	Board          string     `json:"board"`
-	User           string     `json:"user"`
-	Rank           int64      `json:"rank"`
-	Points         int64      `json:"points"`
-	State          string     `json:"state"`
-	Attempts       int        `json:"attempts"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
-	LastError      string     `json:"last_error,omitempty"`
-	DeliveredAt    *time.Time `json:"delivered_at,omitempty"`
-	DeliveredVia   string     `json:"delivered_via,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
-}
-
-// AwardList answers GET /v1/awards.
-type AwardList struct {
-	Awards []AwardView `json:"awards"`
-	// NextAfter, when set, is the `after` of the next page.
-	NextAfter string `json:"next_after,omitempty"`
-}
-
 // AwardQuery filters GET /v1/awards.
 type AwardQuery struct {
 	Family, Period, State, After string

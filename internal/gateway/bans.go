@@ -32,37 +32,9 @@ const (
 	banSettle = 2*banPoll + 100*time.Millisecond
 )
 
-// BanRequest is the body of PUT /v1/bans/{member}.
-type BanRequest struct {
-	Operator string   `json:"operator"`
-	Reason   string   `json:"reason"`
-	Families []string `json:"families,omitempty"` // empty: every family
-}
-
-// Ban is one member's ban.
-type Ban struct {
-	User     string    `json:"user"`
-	Families []string  `json:"families"` // empty: every family
-	Operator string    `json:"operator"`
-	Reason   string    `json:"reason"`
-	At       time.Time `json:"at"`
-}
-
-// covers reports whether the ban covers family.
-func (b Ban) covers(family string) bool {
+// banCovers reports whether the ban covers family.
+func banCovers(b Ban, family string) bool {
 	return len(b.Families) == 0 || slices.Contains(b.Families, family)
-}
-
-// BanResult answers PUT /v1/bans/{member}: the ban and the boards of the
-// current periods the member was removed from, with the points it had.
-type BanResult struct {
-	Ban
-	Removed []BoardPoints `json:"removed"`
-}
-
-// BanList answers GET /v1/bans.
-type BanList struct {
-	Bans []Ban `json:"bans"`
 }
 
 // banCache is a gateway's copy of the bans: an immutable snapshot behind an
@@ -153,7 +125,7 @@ func (s *Service) checkBan(ctx context.Context, user, family string) error {
 	if err != nil {
 		return err
 	}
-	if b, ok := bans[user]; ok && b.covers(family) {
+	if b, ok := bans[user]; ok && banCovers(b, family) {
 		return rank.Errorf(rank.CodeMemberBanned, "member %s is banned from %s", user, family)
 	}
 	return nil
@@ -174,7 +146,7 @@ func (s *Service) refuseBanned(ctx context.Context, plans []plan) error {
 		if p.err != nil || p.fam == nil {
 			continue
 		}
-		if b, ok := bans[p.ev.User]; ok && b.covers(p.fam.cfg.Name) {
+		if b, ok := bans[p.ev.User]; ok && banCovers(b, p.fam.cfg.Name) {
 			p.late, p.err = "banned", banError(p.ev.User, p.fam.cfg.Name)
 		}
 	}
@@ -248,7 +220,7 @@ func (s *Service) forgetBans() {
 func (s *Service) sweepBanned(ctx context.Context, ban Ban) ([]BoardPoints, error) {
 	names := make([]string, 0, len(s.families))
 	for name := range s.families {
-		if ban.covers(name) {
+		if banCovers(ban, name) {
 			names = append(names, name)
 		}
 	}

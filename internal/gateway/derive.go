@@ -9,14 +9,6 @@ import (
 	"github.com/rankgate/rankgate/internal/shard"
 )
 
-// DeriveReport answers a derivation.
-type DeriveReport struct {
-	Family string         `json:"family"`
-	Period string         `json:"period"`
-	Boards []BoardSummary `json:"boards"`
-	Took   time.Duration  `json:"took_ns"`
-}
-
 // Derive computes every board of a derived family for a period from its
 // inputs' boards, shard by shard: dst = ZUNIONSTORE WEIGHTS … AGGREGATE …
 // of the inputs' shard keys, all under the family's key group, so each shard

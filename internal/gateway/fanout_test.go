@@ -497,8 +497,8 @@ func TestFanoutAllowPartial(t *testing.T) {
 			}
 			partial := len(c.failing) > 0
 			for what, meta := range map[string]ReadMeta{"top": page.ReadMeta, "count": cnt.ReadMeta} {
-				if meta.Partial != partial || !slices.Equal(meta.Missing, c.failing) {
-					t.Fatalf("%s: partial %v missing %v, want %v %v", what, meta.Partial, meta.Missing, partial, c.failing)
+				if meta.Partial != partial || !slices.Equal(meta.MissingShards, c.failing) {
+					t.Fatalf("%s: partial %v missing %v, want %v %v", what, meta.Partial, meta.MissingShards, partial, c.failing)
 				}
 			}
 			if cnt.Count != wantCount {
@@ -758,10 +758,10 @@ func TestFanoutSecondRound(t *testing.T) {
 					t.Fatalf("entry %d = %+v, want %+v", i, e, w)
 				}
 			}
-			missing := slices.Clone(page.Missing)
+			missing := slices.Clone(page.MissingShards)
 			slices.Sort(missing)
 			if page.Partial != (len(failed) > 0) || !slices.Equal(missing, failed) {
-				t.Fatalf("partial %v missing %v, want %v %v", page.Partial, page.Missing, len(failed) > 0, failed)
+				t.Fatalf("partial %v missing %v, want %v %v", page.Partial, page.MissingShards, len(failed) > 0, failed)
 			}
 			wantN := 0.0
 			if len(failed) > 0 {

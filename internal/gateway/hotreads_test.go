@@ -258,7 +258,7 @@ func TestErrorsAndPartialAnswersAreNotCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !page.Partial || len(page.Missing) != 1 || page.Missing[0] != 5 || page.MaxAge != 0 {
+	if !page.Partial || len(page.MissingShards) != 1 || page.MissingShards[0] != 5 || page.MaxAge != 0 {
 		t.Fatalf("partial answer: %+v", page.ReadMeta)
 	}
 	e.be.setFail(bad, false)

@@ -9,22 +9,6 @@ import (
 	"github.com/rankgate/rankgate/internal/shard"
 )
 
-// BoardSummary is one board of a period.
-type BoardSummary struct {
-	Board     string `json:"board"`
-	Dimension string `json:"dimension"`
-	Shards    int    `json:"shards"`
-	Members   int64  `json:"members"`
-}
-
-// BoardList answers GET /v1/boards/{family}/{period}.
-type BoardList struct {
-	ReadMeta
-	Family string         `json:"family"`
-	Period string         `json:"period"`
-	Boards []BoardSummary `json:"boards"`
-}
-
 // Boards lists the boards that exist in a family period with member counts.
 func (s *Service) Boards(ctx context.Context, familyName, periodID string) (BoardList, error) {
 	f, p, err := s.familyPeriod(familyName, periodID)
@@ -56,42 +40,6 @@ func (s *Service) Boards(ctx context.Context, familyName, periodID string) (Boar
 		out.Boards = append(out.Boards, BoardSummary{Board: b.name(), Dimension: d, Shards: b.n, Members: n})
 	}
 	return out, nil
-}
-
-// ShardPlacement is one board shard in the cluster.
-type ShardPlacement struct {
-	Shard   int    `json:"shard"`
-	Key     string `json:"key"`
-	Slot    int    `json:"slot"`
-	Node    string `json:"node"`
-	Members int64  `json:"members"`
-	Memory  int64  `json:"memory_bytes"`
-}
-
-// BoardPlacement is where one board's shards live.
-type BoardPlacement struct {
-	Board  string           `json:"board"`
-	Shards []ShardPlacement `json:"shards"`
-	// Nodes counts the board's shards per master.
-	Nodes map[string]int `json:"nodes"`
-}
-
-// NodeLoad sums what a master holds of the listed boards.
-type NodeLoad struct {
-	Node     string   `json:"node"`
-	Replicas []string `json:"replicas,omitempty"`
-	Slots    int      `json:"slots"`
-	Shards   int      `json:"shards"`
-	Members  int64    `json:"members"`
-	Memory   int64    `json:"memory_bytes"`
-}
-
-// Layout answers GET /v1/layout.
-type Layout struct {
-	ReadMeta
-	Boards   []BoardPlacement `json:"boards"`
-	Nodes    []NodeLoad       `json:"nodes"`
-	Warnings []string         `json:"warnings"`
 }
 
 // Layout reports every board shard of the given family periods (all

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 	"time"
 
@@ -33,27 +32,6 @@ func (s *Service) periodState(ctx context.Context, f *family, periodID string) (
 	}
 	s.states.Store(key, cachedState{state: st.State, until: now.Add(periodStateTTL)})
 	return st.State, nil
-}
-
-// PeriodDetail answers GET /v1/periods/{family}/{period} and the lifecycle
-// calls.
-type PeriodDetail struct {
-	Family       string         `json:"family"`
-	Period       string         `json:"period"`
-	State        string         `json:"state"`
-	Writable     bool           `json:"writable"`
-	Starts       *time.Time     `json:"starts,omitempty"`
-	Ends         *time.Time     `json:"ends,omitempty"`
-	WritesUntil  *time.Time     `json:"writes_until,omitempty"`
-	Boards       []string       `json:"boards"`
-	Shards       map[string]int `json:"shards"`
-	RulesVersion string         `json:"rules_version"`
-	Mode         string         `json:"mode"`
-	// Schedule (families with lifecycle): when each automatic step is due
-	// ("freeze", "settle", "archive"); NextStep: the step still to come and
-	// its time (absent when none is left).
-	Schedule map[string]time.Time `json:"schedule,omitempty"`
-	NextStep *NextStep            `json:"next_step,omitempty"`
 }
 
 // Mode is "ledger" or "redis-only".
@@ -195,25 +173,6 @@ func (s *Service) Freeze(ctx context.Context, familyName, periodID string) (Peri
 		}
 	}
 	return s.PeriodDetail(ctx, f.cfg.Name, p.ID)
-}
-
-// Review is one event refused because its period was closed.
-type Review struct {
-	ID         string          `json:"id"`
-	Family     string          `json:"family"`
-	Period     string          `json:"period"`
-	Reason     string          `json:"reason"`
-	Status     string          `json:"status"`
-	ReceivedAt time.Time       `json:"received_at"`
-	Event      json.RawMessage `json:"event"`
-}
-
-// ReviewList answers GET /v1/reviews.
-type ReviewList struct {
-	Family  string   `json:"family"`
-	Period  string   `json:"period"`
-	Source  string   `json:"source"`
-	Reviews []Review `json:"reviews"`
 }
 
 // Reviews lists the late events kept for review in a family period.

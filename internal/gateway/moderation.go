@@ -16,18 +16,6 @@ import (
 	"github.com/rankgate/rankgate/internal/store"
 )
 
-// Removal is the body of DELETE {board}/members/{member}.
-type Removal struct {
-	Operator string `json:"operator"`
-	Reason   string `json:"reason"`
-}
-
-// RemovalResult answers DELETE {board}/members/{member}.
-type RemovalResult struct {
-	Removed bool  `json:"removed"`
-	Points  int64 `json:"points"` // the points the member had on the board
-}
-
 // checkModerator validates the operator and reason of a moderation call.
 func checkModerator(operator, reason string) error {
 	if operator == "" || len(operator) > 128 || !printable(operator) {
@@ -217,37 +205,6 @@ func (s *Service) logRemoved(f *family, bp BoardPoints, user, operator, reason, 
 	s.m.events.WithLabelValues(f.cfg.Name, "removed").Inc()
 	s.log.Info("member removed", "family", f.cfg.Name, "board", bp.Board, "member", user, "points_before", bp.Points,
 		"operator", operator, "reason", reason, "mode", mode)
-}
-
-// HistoryEvent is one event of a member's score history on a board.
-type HistoryEvent struct {
-	EventID string `json:"event_id"`
-	Kind    string `json:"kind"` // award | correction | reversal | projection | removal
-	// Delta: a sum event's delta, a reversal's or removal's change on this
-	// board; Value: a max/min event's value, a projection's total.
-	Delta *int64 `json:"delta,omitempty"`
-	Value *int64 `json:"value,omitempty"`
-	// Columns: the sort column values the event carried (families with
-	// columns: awards, corrections, projections).
-	Columns      map[string]int64 `json:"columns,omitempty"`
-	Reverses     string           `json:"reverses,omitempty"`
-	ReversedBy   string           `json:"reversed_by,omitempty"`
-	PointsBefore int64            `json:"points_before"`
-	PointsAfter  int64            `json:"points_after"`
-	Ranked       bool             `json:"ranked"`  // on the board after the event
-	Changed      bool             `json:"changed"` // false: a max/min value that did not improve, a stale projection, a reversal a removal had made moot
-	At           time.Time        `json:"at"`
-	RecordedAt   time.Time        `json:"recorded_at"`
-	Operator     string           `json:"operator"`
-	Reason       string           `json:"reason"`
-}
-
-// History answers GET {board}/members/{member}/history.
-type History struct {
-	Board      string         `json:"board"`
-	User       string         `json:"user"`
-	Events     []HistoryEvent `json:"events"`
-	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
 // MaxHistoryLimit bounds one page of a member's history.

@@ -110,9 +110,9 @@ func appendMeta(buf []byte, m ReadMeta) []byte {
 	if m.Partial {
 		buf = append(buf, `,"partial":true`...)
 	}
-	if len(m.Missing) > 0 {
+	if len(m.MissingShards) > 0 {
 		buf = append(buf, `,"missing_shards":[`...)
-		for i, s := range m.Missing {
+		for i, s := range m.MissingShards {
 			if i > 0 {
 				buf = append(buf, ',')
 			}

@@ -152,8 +152,8 @@ func TestProbeNodeFailsInsidePipeline(t *testing.T) {
 				t.Fatalf("%s: member %s: %v", c.name, u, err)
 			}
 			w := want(u, downShards)
-			if !ms.Partial || !slices.Equal(ms.Missing, downShards) {
-				t.Fatalf("%s: member %s partial %v missing %v, want true %v", c.name, u, ms.Partial, ms.Missing, downShards)
+			if !ms.Partial || !slices.Equal(ms.MissingShards, downShards) {
+				t.Fatalf("%s: member %s partial %v missing %v, want true %v", c.name, u, ms.Partial, ms.MissingShards, downShards)
 			}
 			if ms.Position != w.Position || ms.Rank != w.Rank || ms.Members != w.Members || ms.Points != points[u] {
 				t.Fatalf("%s: member %s = pos %d rank %d of %d (%d points), want pos %d rank %d of %d (%d)", c.name, u,
@@ -162,8 +162,8 @@ func TestProbeNodeFailsInsidePipeline(t *testing.T) {
 			// Around-me reads the same shards the same way: its window
 			// leaves out exactly the failed node's members.
 			page, err := svc.Around(ctx, ref, u, 3, ReadOptions{Consistency: ConsistencyPrimary, AllowPartial: true})
-			if err != nil || !page.Partial || !slices.Equal(page.Missing, downShards) {
-				t.Fatalf("%s: around %s: %v, partial %v missing %v, want %v", c.name, u, err, page.Partial, page.Missing, downShards)
+			if err != nil || !page.Partial || !slices.Equal(page.MissingShards, downShards) {
+				t.Fatalf("%s: around %s: %v, partial %v missing %v, want %v", c.name, u, err, page.Partial, page.MissingShards, downShards)
 			}
 			var got []string
 			for _, e := range page.Entries {

@@ -69,9 +69,9 @@ func (rc *readCtx) partial(missing []int) {
 		return
 	}
 	rc.meta.Partial = true
-	all := append(append([]int(nil), rc.meta.Missing...), missing...)
+	all := append(append([]int(nil), rc.meta.MissingShards...), missing...)
 	sort.Ints(all)
-	rc.meta.Missing = slices.Compact(all)
+	rc.meta.MissingShards = slices.Compact(all)
 }
 
 // toEntries turns merged items into entries (points decoded; on a family

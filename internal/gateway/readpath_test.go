@@ -150,8 +150,8 @@ func TestNodeFailsInsidePipeline(t *testing.T) {
 				}
 			}
 			for what, meta := range map[string]ReadMeta{"top": page.ReadMeta, "count": cnt.ReadMeta} {
-				if !meta.Partial || !slices.Equal(meta.Missing, c.want) {
-					t.Fatalf("%s: partial %v missing %v, want true %v", what, meta.Partial, meta.Missing, c.want)
+				if !meta.Partial || !slices.Equal(meta.MissingShards, c.want) {
+					t.Fatalf("%s: partial %v missing %v, want true %v", what, meta.Partial, meta.MissingShards, c.want)
 				}
 			}
 			if cnt.Count != wantCount {

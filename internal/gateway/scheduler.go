@@ -384,15 +384,6 @@ type lifecycleSchedule struct {
 	ArchiveAt time.Time
 }
 
-// NextStep is the next lifecycle step of a period and when it is due.
-type NextStep struct {
-	Step string    `json:"step"`
-	At   time.Time `json:"at"`
-	// Waiting names what the step waits for besides time (an operator's
-	// freeze or settlement); empty when the scheduler will run it.
-	Waiting string `json:"waiting,omitempty"`
-}
-
 // schedule computes a period's step times from its bounds.
 func (s *Service) schedule(f *family, p period.Period) lifecycleSchedule {
 	lc := f.cfg.Lifecycle

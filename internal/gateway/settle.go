@@ -17,35 +17,6 @@ import (
 	"github.com/rankgate/rankgate/internal/store"
 )
 
-// Standing is one settled place.
-type Standing struct {
-	User     string `json:"user"`
-	Points   int64  `json:"points"`
-	Position int64  `json:"position"`
-	Rank     int64  `json:"rank"`
-}
-
-// Award is one row of the award outbox.
-type Award struct {
-	Board          string     `json:"board"`
-	User           string     `json:"user"`
-	Rank           int64      `json:"rank"`
-	Points         int64      `json:"points"`
-	IdempotencyKey string     `json:"idempotency_key"`
-	DeliveredAt    *time.Time `json:"delivered_at,omitempty"`
-}
-
-// SettlementView answers settle and GET settlement.
-type SettlementView struct {
-	Family    string                `json:"family"`
-	Period    string                `json:"period"`
-	Top       int                   `json:"top"`
-	RankMode  string                `json:"rank_mode"`
-	CreatedAt time.Time             `json:"created_at"`
-	Boards    map[string][]Standing `json:"boards"`
-	Outbox    []Award               `json:"outbox"`
-}
-
 func (s *Service) settlementView(ctx context.Context, f *family, st ledger.Settlement) (SettlementView, error) {
 	v := SettlementView{Family: st.Family, Period: st.Period, Top: st.Top, RankMode: st.RankMode, CreatedAt: st.CreatedAt.UTC(),
 		Boards: map[string][]Standing{}, Outbox: []Award{}}
@@ -204,14 +175,6 @@ func (s *Service) archive(ctx context.Context, f *family, p period.Period) (Peri
 	return s.PeriodDetail(ctx, f.cfg.Name, p.ID)
 }
 
-// RebuildReport answers POST {board}/rebuild.
-type RebuildReport struct {
-	Board   string        `json:"board"`
-	Members int64         `json:"members"`
-	Shards  int           `json:"shards"`
-	Took    time.Duration `json:"took_ns"`
-}
-
 // rebuildPage is how many ledger totals a rebuild reads at a time.
 const rebuildPage = 5000
 
@@ -296,27 +259,6 @@ func rebuildEntry(f *family, t ledger.MemberTotal) (store.RebuildEntry, error) {
 	}
 	e.Score, e.Prefix = f.enc.Stored(t.Points), c.Prefix(t.Columns, seq)
 	return e, nil
-}
-
-// Drift is one member whose Redis points (or sort columns) differ from the
-// ledger.
-type Drift struct {
-	User         string `json:"user"`
-	LedgerPoints *int64 `json:"ledger_points"`
-	RedisPoints  *int64 `json:"redis_points"`
-	// LedgerColumns and RedisColumns (families with sort columns): set when
-	// the columns differ.
-	LedgerColumns map[string]int64 `json:"ledger_columns,omitempty"`
-	RedisColumns  map[string]int64 `json:"redis_columns,omitempty"`
-}
-
-// ReconcileReport answers GET {board}/reconcile.
-type ReconcileReport struct {
-	Board     string  `json:"board"`
-	Checked   int64   `json:"checked"`
-	Drifted   int64   `json:"drifted"`
-	Drift     []Drift `json:"drift"`
-	Truncated bool    `json:"truncated,omitempty"`
 }
 
 // maxDriftListed bounds the drift a report lists (it counts them all).
@@ -457,22 +399,6 @@ func (s *Service) redisStandings(ctx context.Context, b *board, i int, users []s
 	return out[0].Scores, cols, out[0].Found, nil
 }
 
-// Correction is an audited change (api/openapi.yaml).
-type Correction struct {
-	CorrectionID string            `json:"correction_id"`
-	Family       string            `json:"family"`
-	User         string            `json:"user"`
-	Dims         map[string]string `json:"dims,omitempty"`
-	Delta        *int64            `json:"delta"`
-	Operator     string            `json:"operator"`
-	Reason       string            `json:"reason"`
-	Period       string            `json:"period,omitempty"`
-	// Columns and Metadata: as an event's (a family with sort columns needs
-	// every column; see Event).
-	Columns  map[string]int64 `json:"columns,omitempty"`
-	Metadata json.RawMessage  `json:"metadata,omitempty"`
-}
-
 // Correct applies an audited correction: an event of kind correction in the
 // ledger, with operator and reason, projected like any other. Never an edit
 // in a Redis console, which the next rebuild would silently undo.
@@ -529,13 +455,6 @@ func (s *Service) Correct(ctx context.Context, c Correction) (EventResult, error
 	s.log.Info("correction applied", "family", f.cfg.Name, "period", p.period.ID, "member", c.User, "correction_id", c.CorrectionID,
 		"delta", *c.Delta, "operator", c.Operator, "reason", c.Reason)
 	return *out[0].Result, nil
-}
-
-// ReviewDecision answers a decision on a review.
-type ReviewDecision struct {
-	ReviewID   string       `json:"review_id"`
-	Accepted   bool         `json:"accepted"`
-	Correction *EventResult `json:"correction,omitempty"`
 }
 
 // DecideReview accepts a late event kept for review — as an audited

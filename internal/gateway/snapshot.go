@@ -21,15 +21,6 @@ const (
 	MaxSnapshotTTL   = 600 * time.Second
 )
 
-// SnapshotInfo answers POST {board}/snapshots.
-type SnapshotInfo struct {
-	Board     string    `json:"board"`
-	Snapshot  string    `json:"snapshot"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Size      int64     `json:"size"`
-	Depth     int       `json:"depth"`
-}
-
 // snapshotID is "<depth>x<created unix ms, hex>x<16 random hex>": the depth
 // bounds pages and the creation time is the answers' as_of. Altering it
 // changes the keys it names, so a forged id simply finds nothing (410).

@@ -46,30 +46,6 @@ type TournamentBackend interface {
 	TournamentVersion(ctx context.Context, k shard.TournamentKeys) (int64, error)
 }
 
-// TournamentInfo answers the tournament routes: the definition with its
-// state, size (seats taken in Period) and the period events go to now (or,
-// between the windows of a recurring one, the next).
-type TournamentInfo struct {
-	competition.Tournament
-	State  string    `json:"state"`
-	Size   int64     `json:"size"`
-	Period string    `json:"period"`
-	Starts time.Time `json:"starts"`
-	Ends   time.Time `json:"ends"`
-}
-
-// TournamentList answers GET /v1/tournaments.
-type TournamentList struct {
-	Tournaments []TournamentInfo `json:"tournaments"`
-}
-
-// JoinResult answers POST /v1/tournaments/{id}/join.
-type JoinResult struct {
-	Joined bool   `json:"joined"`
-	Size   int64  `json:"size"`
-	Period string `json:"period"`
-}
-
 // tourCache is a gateway's copy of the registry, like banCache: an immutable
 // snapshot behind an atomic pointer; one caller refreshes it at a time.
 type tourCache struct {
@@ -301,7 +277,7 @@ func (s *Service) seatKeys(ctx context.Context, f *family, periodID string, ensu
 }
 
 func (s *Service) tournamentInfo(ctx context.Context, f *family, now time.Time, withSize bool) (TournamentInfo, error) {
-	info := TournamentInfo{Tournament: *f.tour, State: f.tour.State(now)}
+	info := TournamentInfo{Tournament: f.tour.Tournament, Created: f.tour.Created, Cancelled: f.tour.Cancelled, State: f.tour.State(now)}
 	p, ok := s.joinPeriod(f, now)
 	if !ok { // ended: its last period
 		at := now

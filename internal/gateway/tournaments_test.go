@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rankgate/rankgate/api/wire"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ const tourFamilies = `  weekly:
 // hour more.
 func running(id string, now time.Time) competition.Tournament {
 	start, end := now.Add(-time.Minute).UTC(), now.Add(time.Hour).UTC()
-	return competition.Tournament{ID: id, Start: &start, End: &end}
+	return competition.Tournament{Tournament: wire.Tournament{ID: id, Start: &start, End: &end}}
 }
 
 func mustCreate(t testing.TB, svc *Service, tr competition.Tournament) TournamentInfo {
@@ -323,8 +324,8 @@ func TestTournamentRecurring(t *testing.T) {
 	svc := newClusterServiceWith(t, tourFamilies, func(o *Options, _ *store.Store) { o.Now = clock.Now })
 	ctx := ctxT(t, 20*time.Second)
 	start := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
-	mustCreate(t, svc, competition.Tournament{ID: "hourly", Reset: "0 * * * *", Duration: "20m", Start: &start,
-		JoinRequired: true, MaxSize: ptr(int64(1))})
+	mustCreate(t, svc, competition.Tournament{Tournament: wire.Tournament{ID: "hourly", Reset: "0 * * * *", Duration: "20m", Start: &start,
+		JoinRequired: true, MaxSize: ptr(int64(1))}})
 	r, err := svc.Join(ctx, "hourly", "u1")
 	if err != nil || r.Period != "20261205T1000" {
 		t.Fatalf("join at 10:05: %+v, %v", r, err)
@@ -363,8 +364,8 @@ func TestTournamentLifecycle(t *testing.T) {
 	svc := newClusterServiceWith(t, tourFamilies, func(o *Options, s *store.Store) { o.Now, st = clock.Now, s })
 	ctx := ctxT(t, 30*time.Second)
 	start, end := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), time.Date(2026, 12, 5, 11, 0, 0, 0, time.UTC)
-	mustCreate(t, svc, competition.Tournament{ID: "final", Start: &start, End: &end,
-		Lifecycle: &competition.Lifecycle{Archive: &competition.Step{After: "1h"}}})
+	mustCreate(t, svc, competition.Tournament{Tournament: wire.Tournament{ID: "final", Start: &start, End: &end,
+		Lifecycle: &competition.Lifecycle{Archive: &competition.Step{After: "1h"}}}})
 	mustApplyEvent(t, svc, sumEv("e1", "final", "u1", 3, nil))
 	sched, err := svc.NewScheduler(SchedulerOptions{Lease: st.NewLease(svc.layout.Lease("lifecycle"), "gw-t", 5*time.Second)})
 	if err != nil {

@@ -3,39 +3,17 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/rankgate/rankgate/api/wire"
 	"github.com/rankgate/rankgate/internal/config"
 )
 
-// FamilyInfo is one configured family as GET /v1/families lists it.
-type FamilyInfo struct {
-	Name string `json:"name"`
-	// Period is the family's period kind: day, week, month or all.
-	Period string `json:"period"`
-	// Dimensions are the family's dimension types, "national" first.
-	Dimensions []string `json:"dimensions"`
-	// Columns are the sort columns after points (none: omitted).
-	Columns []ColumnInfo `json:"columns,omitempty"`
-	// Index: the family keeps a read index (families without: omitted).
-	Index *IndexInfo `json:"index,omitempty"`
-}
-
-// IndexInfo is a family's read index as GET /v1/families lists it.
-type IndexInfo struct {
-	MaxLagMs int64 `json:"max_lag_ms"`
-}
-
-// ColumnInfo is one sort column as GET /v1/families lists it.
-type ColumnInfo struct {
-	Name      string `json:"name"`
-	Order     string `json:"order"`
-	Max       int64  `json:"max"`
-	Aggregate string `json:"aggregate,omitempty"` // sum families only
-}
-
-// FamilyList answers GET /v1/families.
-type FamilyList struct {
-	Families []FamilyInfo `json:"families"`
-}
+// The bodies of GET /v1/families are package wire's types.
+type (
+	FamilyInfo = wire.FamilyInfo
+	IndexInfo  = wire.IndexInfo
+	ColumnInfo = wire.ColumnInfo
+	FamilyList = wire.FamilyList
+)
 
 func (s *server) familyList(w http.ResponseWriter, r *http.Request) error {
 	out := FamilyList{Families: []FamilyInfo{}}

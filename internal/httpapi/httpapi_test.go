@@ -521,7 +521,7 @@ func TestRoutes(t *testing.T) {
 			svc: func(t *testing.T) *fakeService {
 				return &fakeService{top: func(context.Context, gateway.BoardRef, int, gateway.ReadOptions) (gateway.Page, error) {
 					p := gateway.Page{ReadMeta: meta(gateway.SourceCache, time.Second)}
-					p.Partial, p.Missing = true, []int{3}
+					p.Partial, p.MissingShards = true, []int{3}
 					return p, nil
 				}}
 			},

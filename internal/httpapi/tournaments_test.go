@@ -52,7 +52,7 @@ func TestTournamentRoutes(t *testing.T) {
 			if err := tr.Normalize(config.Default().Tournaments.Defaults, now); err != nil {
 				return gateway.TournamentInfo{}, err
 			}
-			return gateway.TournamentInfo{Tournament: tr, State: tr.State(now), Period: tr.SeasonID(), Starts: *tr.Start, Ends: *tr.End}, nil
+			return gateway.TournamentInfo{Tournament: tr.Tournament, Created: tr.Created, Cancelled: tr.Cancelled, State: tr.State(now), Period: tr.SeasonID(), Starts: *tr.Start, Ends: *tr.End}, nil
 		},
 		join: func(_ context.Context, id, user string) (gateway.JoinResult, error) {
 			switch user {
