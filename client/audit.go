@@ -2,34 +2,18 @@ package client
 
 import (
 	"context"
+	"github.com/rankgate/rankgate/api/wire"
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 )
 
-// AuditEntry is one administrative change in the audit log.
-type AuditEntry struct {
-	At time.Time `json:"at"`
-	// Operator is the static token's name, "jwt:" and a player token's
-	// subject, or "anonymous" on an open API.
-	Operator string `json:"operator"`
-	// DeclaredOperator is the "operator" the request body named
-	// (unverified); empty when it named none.
-	DeclaredOperator string `json:"declared_operator,omitempty"`
-	Action           string `json:"action"`
-	// Target names what changed; an erased member only as
-	// "member:hmac-sha256:<hex>".
-	Target string `json:"target"`
-	Reason string `json:"reason"`
-}
-
-// AuditPage is one page of the audit log, newest first.
-type AuditPage struct {
-	Entries []AuditEntry `json:"entries"`
-	// NextCursor continues with older entries; empty on the last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// AuditEntry is one administrative change in the audit log; AuditPage one
+// page of it, newest first (NextCursor continues with older entries).
+type (
+	AuditEntry = wire.AuditEntry
+	AuditPage  = wire.AuditPage
+)
 
 // Audit lists the audit log newest first (scope admin): limit 0 is the
 // server's default (50), cursor "" the newest page, else a NextCursor.

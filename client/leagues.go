@@ -2,43 +2,18 @@ package client
 
 import (
 	"context"
+	"github.com/rankgate/rankgate/api/wire"
 	"net/http"
 	"net/url"
 )
 
-// LeagueStanding is a member's tier and cohort in a league period.
-type LeagueStanding struct {
-	Family string  `json:"family"`
-	Period string  `json:"period"`
-	Member string  `json:"member"`
-	Tier   string  `json:"tier"`
-	Cohort *string `json:"cohort"` // nil before their first event of the period
-	Board  *string `json:"board"`
-}
-
-// Cohort is one cohort of a league period.
-type Cohort struct {
-	Cohort string `json:"cohort"`
-	Tier   string `json:"tier"`
-	Size   int64  `json:"size"`
-}
-
-// Move is one member's change of tier at a league period's end.
-type Move struct {
-	Member   string `json:"member"`
-	From     string `json:"from"`
-	To       string `json:"to"`
-	Cohort   string `json:"cohort"`
-	Position int64  `json:"position"`
-}
-
-// MoveList is a league period's moves; Recorded is false before its end.
-type MoveList struct {
-	Family   string `json:"family"`
-	Period   string `json:"period"`
-	Recorded bool   `json:"recorded"`
-	Moves    []Move `json:"moves"`
-}
+// Leagues: a member's tier and cohort, a period's cohorts and its moves.
+type (
+	LeagueStanding = wire.LeagueStanding
+	Cohort         = wire.Cohort
+	Move           = wire.Move
+	MoveList       = wire.MoveList
+)
 
 func periodQuery(period string) url.Values {
 	q := url.Values{}

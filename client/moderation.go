@@ -2,11 +2,9 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/rankgate/rankgate/api/wire"
 )
@@ -77,47 +75,13 @@ func (c *Client) Bans(ctx context.Context) (BanList, error) {
 	return out, err
 }
 
-// ErasureResult answers EraseMember: what was erased.
-type ErasureResult struct {
-	Member     string `json:"member"`
-	Boards     int    `json:"boards"`
-	LedgerRows int64  `json:"ledger_rows"`
-	Profile    bool   `json:"profile"`
-}
-
-// ExportStanding is a member's standing on one board of an export.
-type ExportStanding struct {
-	Board  string `json:"board"`
-	Points int64  `json:"points"`
-	Rank   int64  `json:"rank"`
-}
-
-// MemberEvent is one ledger event of an export.
-type MemberEvent struct {
-	EventID    string            `json:"event_id"`
-	Kind       string            `json:"kind"`
-	Family     string            `json:"family"`
-	Period     string            `json:"period"`
-	Dims       map[string]string `json:"dims,omitempty"`
-	Delta      *int64            `json:"delta,omitempty"`
-	Value      *int64            `json:"value,omitempty"`
-	Version    *int64            `json:"version,omitempty"`
-	Reverses   string            `json:"reverses,omitempty"`
-	ReversedBy string            `json:"reversed_by,omitempty"`
-	Operator   string            `json:"operator,omitempty"`
-	Reason     string            `json:"reason,omitempty"`
-	Metadata   json.RawMessage   `json:"metadata,omitempty"`
-	At         time.Time         `json:"at"`
-	RecordedAt time.Time         `json:"recorded_at"`
-}
-
-// Export answers ExportMember.
-type Export struct {
-	Member    string            `json:"member"`
-	Profile   map[string]string `json:"profile"`
-	Standings []ExportStanding  `json:"standings"`
-	Events    []MemberEvent     `json:"events,omitempty"`
-}
+// Data rights: the answers of EraseMember and ExportMember.
+type (
+	ErasureResult  = wire.ErasureResult
+	Export         = wire.Export
+	ExportStanding = wire.ExportStanding
+	MemberEvent    = wire.MemberEvent
+)
 
 // EraseMember erases a member from every board, their profile and (ledger
 // mode) their ledger rows. Retried: a second erasure answers zeros, and one

@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rankgate/rankgate/api/wire"
 	"log/slog"
 	"strings"
 	"time"
@@ -60,33 +61,12 @@ var Actions = []string{
 	ActionPeriodArchive, ActionPeriodDerive, ActionTournamentCreate, ActionTournamentCancel, ActionAwardRetry,
 }
 
-// Entry is one audited change.
-type Entry struct {
-	// At is when the change was recorded (set by Log.Record when zero).
-	At time.Time `json:"at"`
-	// Operator is who did it: the static token's name (its env var), "jwt:"
-	// and a player token's subject, or "anonymous" on an open API.
-	Operator string `json:"operator"`
-	// DeclaredOperator is the "operator" the request body named (removals,
-	// bans, corrections, review decisions): what the caller said, not
-	// verified; "" when the request names none.
-	DeclaredOperator string `json:"declared_operator,omitempty"`
-	// Action is one of Actions.
-	Action string `json:"action"`
-	// Target names what changed: "board:F/P/D member:M", "member:M",
-	// "period:F/P", "tournament:ID", … ; an erased member only as
-	// MemberTarget's keyed hash.
-	Target string `json:"target"`
-	// Reason is the request's reason ("" when the route takes none).
-	Reason string `json:"reason"`
-}
+// Entry is one audited change (its fields: wire.AuditEntry).
+type Entry = wire.AuditEntry
 
 // Page is one page of GET /v1/audit: newest first; NextCursor, when not
 // empty, continues after the page's last entry.
-type Page struct {
-	Entries    []Entry `json:"entries"`
-	NextCursor string  `json:"next_cursor,omitempty"`
-}
+type Page = wire.AuditPage
 
 // Recorder records an entry: what handlers (and the erasure) call after a
 // change succeeded. *Log implements it.

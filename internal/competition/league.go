@@ -1,6 +1,10 @@
 package competition
 
-import "github.com/rankgate/rankgate/internal/config"
+import (
+	"github.com/rankgate/rankgate/internal/config"
+
+	"github.com/rankgate/rankgate/api/wire"
+)
 
 // MovedKind is the kind of a league move delivered to the awards webhook.
 const MovedKind = "league.moved"
@@ -13,14 +17,8 @@ type Cohort struct {
 	Members []string
 }
 
-// Move is one member changing tier at a league period's end.
-type Move struct {
-	Member   string `json:"member"`
-	From     string `json:"from"`
-	To       string `json:"to"`
-	Cohort   string `json:"cohort"`
-	Position int64  `json:"position"` // in the cohort's board, from 0
-}
+// Move is one member's change of tier at a league period's end.
+type Move = wire.Move
 
 // Moves computes the moves of a league period's end: in each cohort the
 // first Promote positions move up one tier and the last Demote down (a

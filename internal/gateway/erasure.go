@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"github.com/rankgate/rankgate/api/wire"
 	"slices"
 	"sort"
 	"strings"
@@ -31,22 +32,17 @@ type EraseBackend interface {
 
 var _ EraseBackend = (*store.Store)(nil)
 
-// Erasure is the body of DELETE /v1/members/{member}.
-type Erasure struct {
-	Operator string `json:"operator"`
-	Reason   string `json:"reason"`
-}
+// Erasure is the body of DELETE /v1/members/{member}: who erases and why.
+type Erasure = wire.Removal
 
 // ErasureResult answers DELETE /v1/members/{member}: what was erased.
-type ErasureResult struct {
-	Member string `json:"member"`
-	// Boards: the boards (family/period/dimension) the member left.
-	Boards int `json:"boards"`
-	// LedgerRows: the ledger rows deleted (ledger mode; 0 otherwise).
-	LedgerRows int64 `json:"ledger_rows"`
-	// Profile: a display profile was deleted.
-	Profile bool `json:"profile"`
-}
+type ErasureResult = wire.ErasureResult
+
+// Export answers GET /v1/members/{member}/export.
+type Export = wire.Export
+
+// ExportStanding is a member's standing on one board of an export.
+type ExportStanding = wire.ExportStanding
 
 // eraseChunk is how many indexed board shards one round of an erasure
 // erases (one pipeline per node) before it forgets them in the index.
@@ -259,22 +255,6 @@ func (s *Service) dropErased(ctx context.Context, left map[string]shard.Board) {
 		}
 		s.dropCached(ctx, f, k[1], dims)
 	}
-}
-
-// Export answers GET /v1/members/{member}/export.
-type Export struct {
-	Member    string            `json:"member"`
-	Profile   map[string]string `json:"profile"`
-	Standings []ExportStanding  `json:"standings"`
-	// Events: the member's ledger events, oldest first (ledger mode).
-	Events []ledger.MemberEvent `json:"events,omitempty"`
-}
-
-// ExportStanding is a member's standing on one board.
-type ExportStanding struct {
-	Board  string `json:"board"`
-	Points int64  `json:"points"`
-	Rank   int64  `json:"rank"`
 }
 
 // MaxExportEvents bounds the events of one export.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"github.com/rankgate/rankgate/api/wire"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,16 +123,6 @@ func (s *Service) league(name string) (*family, error) {
 	return f, nil
 }
 
-// LeagueStanding answers GET /v1/families/{family}/members/{member}/league.
-type LeagueStanding struct {
-	Family string  `json:"family"`
-	Period string  `json:"period"`
-	Member string  `json:"member"`
-	Tier   string  `json:"tier"`
-	Cohort *string `json:"cohort"`
-	Board  *string `json:"board"`
-}
-
 // League returns a member's tier and their cohort of a period (nil before
 // their first event of it).
 func (s *Service) League(ctx context.Context, familyName, member, periodID string) (LeagueStanding, error) {
@@ -185,19 +176,17 @@ func cutCohort(name string) (string, int64, bool) {
 	return name[:i], n, err == nil && n >= 1
 }
 
+// LeagueStanding answers GET /v1/families/{family}/members/{member}/league.
+type LeagueStanding = wire.LeagueStanding
+
 // CohortInfo is one cohort of a league period.
-type CohortInfo struct {
-	Cohort string `json:"cohort"`
-	Tier   string `json:"tier"`
-	Size   int64  `json:"size"`
-}
+type CohortInfo = wire.Cohort
 
 // CohortList answers GET /v1/families/{family}/cohorts.
-type CohortList struct {
-	Family  string       `json:"family"`
-	Period  string       `json:"period"`
-	Cohorts []CohortInfo `json:"cohorts"`
-}
+type CohortList = wire.CohortList
+
+// MoveList answers GET /v1/families/{family}/moves.
+type MoveList = wire.MoveList
 
 // Cohorts lists a league period's cohorts, by tier (lowest first) and number.
 func (s *Service) Cohorts(ctx context.Context, familyName, periodID string) (CohortList, error) {
@@ -233,15 +222,6 @@ func (s *Service) cohortsOf(ctx context.Context, f *family, periodID string) ([]
 		}
 	}
 	return out, nil
-}
-
-// MoveList answers GET /v1/families/{family}/moves.
-type MoveList struct {
-	Family string `json:"family"`
-	Period string `json:"period"`
-	// Recorded: the period's end has been computed (before it: no moves).
-	Recorded bool               `json:"recorded"`
-	Moves    []competition.Move `json:"moves"`
 }
 
 // Moves lists the recorded moves of a league period, by tier, cohort and

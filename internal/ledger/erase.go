@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
+	"github.com/rankgate/rankgate/api/wire"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -87,24 +87,8 @@ func (l *Ledger) EraseMember(ctx context.Context, member string) (Erased, error)
 	return out, nil
 }
 
-// MemberEvent is one of a member's events, as an export lists it.
-type MemberEvent struct {
-	EventID    string            `json:"event_id"`
-	Kind       string            `json:"kind"`
-	Family     string            `json:"family"`
-	Period     string            `json:"period"`
-	Dims       map[string]string `json:"dims,omitempty"`
-	Delta      *int64            `json:"delta,omitempty"`
-	Value      *int64            `json:"value,omitempty"`
-	Version    *int64            `json:"version,omitempty"`
-	Reverses   string            `json:"reverses,omitempty"`
-	ReversedBy string            `json:"reversed_by,omitempty"`
-	Operator   string            `json:"operator,omitempty"`
-	Reason     string            `json:"reason,omitempty"`
-	Metadata   json.RawMessage   `json:"metadata,omitempty"`
-	At         time.Time         `json:"at"`
-	RecordedAt time.Time         `json:"recorded_at"`
-}
+// MemberEvent is one ledger event of a member (an export).
+type MemberEvent = wire.MemberEvent
 
 // MemberEvents lists a member's events, oldest first, at most limit.
 func (l *Ledger) MemberEvents(ctx context.Context, member string, limit int) ([]MemberEvent, error) {

@@ -1817,7 +1817,7 @@ export interface components {
             declared_operator?: string;
             /** @enum {string} */
             action: "member.remove" | "member.ban" | "member.unban" | "member.erase" | "correction" | "review.accept" | "review.reject" | "board.rebuild" | "period.freeze" | "period.settle" | "period.archive" | "period.derive" | "tournament.create" | "tournament.cancel" | "award.retry";
-            /** @description What changed: `board:F/P/D member:M`, `member:M`, `period:F/P`, `tournament:ID`, …; an erased member only as `member:hmac-sha256:<hex>`. */
+            /** @description What changed: `board:F/P/D member:M`, `member:M`, `period:F/P`, `tournament:ID`, …; an erased member only as `member:hmac-sha256:<hex>` (`member:unnamed` without `audit.hmac_secret_env`). */
             target: string;
             /** @description The request's reason; empty when the route takes none. */
             reason: string;
