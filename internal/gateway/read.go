@@ -580,14 +580,7 @@ func (s *Service) lookup(ctx context.Context, rc *readCtx, uniq []string) (Page,
 		return Page{}, err
 	}
 	rc.partial(missing)
-	var items []rank.Item
-	for i, ms := range byShard {
-		for j := range ms {
-			if found[i] != nil && found[i][j] {
-				items = append(items, its[i][j])
-			}
-		}
-	}
+	items := readplan.FoundItems(byShard, its, found)
 	if len(items) == 0 {
 		return s.finishPage(ctx, rc, "lookup", []rank.Entry{}, "")
 	}
