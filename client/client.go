@@ -202,22 +202,7 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte, out a
 		want = http.StatusOK
 	}
 	if resp.StatusCode != want {
-		e := &Error{Status: resp.StatusCode}
-		var env struct {
-			Error *Error `json:"error"`
-		}
-		if json.Unmarshal(data, &env) == nil && env.Error != nil {
-			e.Code, e.Message, e.Field = env.Error.Code, env.Error.Message, env.Error.Field
-		} else {
-			e.Message = strings.TrimSpace(string(data))
-			if len(e.Message) > 200 {
-				e.Message = e.Message[:200]
-			}
-		}
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
-			e.RetryAfter = time.Duration(s) * time.Second
-		}
-		return retryable(resp.StatusCode), e
+		return retryable(resp.StatusCode), errorOf(resp, data, 200)
 	}
 	if out == nil {
 		return false, nil
@@ -230,6 +215,28 @@ func (c *Client) once(ctx context.Context, cl call, u string, body []byte, out a
 		return false, fmt.Errorf("rankgate: %s %s: decoding the answer: %w", cl.method, cl.path, err)
 	}
 	return false, nil
+}
+
+// errorOf makes the Error of a refused answer whose body is data: the
+// envelope's code, message and field, or else the body's text (cut to limit
+// bytes when max > 0), and the Retry-After header.
+func errorOf(resp *http.Response, data []byte, limit int) *Error {
+	e := &Error{Status: resp.StatusCode}
+	var env struct {
+		Error *Error `json:"error"`
+	}
+	if json.Unmarshal(data, &env) == nil && env.Error != nil {
+		e.Code, e.Message, e.Field = env.Error.Code, env.Error.Message, env.Error.Field
+	} else {
+		e.Message = strings.TrimSpace(string(data))
+		if limit > 0 && len(e.Message) > limit {
+			e.Message = e.Message[:limit]
+		}
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+		e.RetryAfter = time.Duration(s) * time.Second
+	}
+	return e
 }
 
 // wait sleeps before retry i (1, 2, ...): full jitter over Base·2^(i−1),

@@ -94,19 +94,7 @@ func (c *Client) Live(ctx context.Context, b Board, o LiveOptions) (*LiveStream,
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		_ = resp.Body.Close()
-		e := &Error{Status: resp.StatusCode}
-		var env struct {
-			Error *Error `json:"error"`
-		}
-		if json.Unmarshal(data, &env) == nil && env.Error != nil {
-			e.Code, e.Message, e.Field = env.Error.Code, env.Error.Message, env.Error.Field
-		} else {
-			e.Message = strings.TrimSpace(string(data))
-		}
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
-			e.RetryAfter = time.Duration(s) * time.Second
-		}
-		return nil, e
+		return nil, errorOf(resp, data, 0)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)

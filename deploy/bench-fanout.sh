@@ -40,13 +40,12 @@ CONFIG=${CONFIG:-deploy/bench-fanout.yaml}
 OUT=${OUT:-loadtest/results/fanout-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 
-CLUSTER=deploy/cluster/cluster.sh
-RANKGATE_CLUSTER_NODE_TIMEOUT= RANKGATE_CLUSTER_EXTRA_ARGS= $CLUSTER -p "$BENCH_PORT" up >/dev/null
-export RANKGATE_REDIS_ADDRS
-RANKGATE_REDIS_ADDRS=$($CLUSTER -p "$BENCH_PORT" addrs)
+# shellcheck source=deploy/bench-lib.sh
+source deploy/bench-lib.sh
+bench_cluster_up
+export RANKGATE_REDIS_ADDRS=$ADDRS
 
-go build -o "$OUT/gateway" ./cmd/gateway
-go build -o "$OUT/fanoutbench" ./loadtest/fanoutbench
+bench_build_fanoutbench
 
 pids=()
 cleanup() {

@@ -30,25 +30,16 @@ OUT=$(cd "$OUT" && pwd)
 
 base_rev=$(git rev-parse --verify --short "$BASE^{commit}")
 new_rev=$(git describe --always --dirty)
-CLUSTER=deploy/cluster/cluster.sh
-pids=()
-tmp=""
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	[[ -z $tmp ]] || rm -rf "$tmp"
-	$CLUSTER -p "$BENCH_PORT" down >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
+# shellcheck source=deploy/bench-lib.sh
+source deploy/bench-lib.sh
+BENCH_KEEP=0 # the cluster is always stopped at the end
+trap bench_cleanup EXIT
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-refresh-base.XXXXXX")
-git archive "$base_rev" | tar -x -C "$tmp"
-(cd "$tmp" && go build -o "$OUT/gateway-base" ./cmd/gateway)
+bench_build_base bench-refresh
 go build -o "$OUT/gateway-new" ./cmd/gateway
 go build -o "$OUT/loadtest" ./loadtest
 
-RANKGATE_CLUSTER_NODE_TIMEOUT= RANKGATE_CLUSTER_EXTRA_ARGS= $CLUSTER -p "$BENCH_PORT" up >/dev/null
-ADDRS=$($CLUSTER -p "$BENCH_PORT" addrs)
+bench_cluster_up
 run_id=$(date +%s)
 start_gateway() { # name port
 	RANKGATE_REDIS_ADDRS=$ADDRS RANKGATE_REDIS_PREFIX="br$1$run_id" "$OUT/gateway-$1" -config "$CONFIG" \

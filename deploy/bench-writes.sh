@@ -50,22 +50,14 @@ OUT=$(cd "$OUT" && pwd)
 base_rev=$(git rev-parse --verify --short "$BASE^{commit}")
 new_rev=$(git describe --always --dirty)
 
-CLUSTER=deploy/cluster/cluster.sh
-pids=()
-tmp=""
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	[[ -z $tmp ]] || rm -rf "$tmp"
-	if [[ $KEEP != 1 ]]; then $CLUSTER -p "$BENCH_PORT" down >/dev/null 2>&1 || true; fi
-}
-trap cleanup EXIT
+# shellcheck source=deploy/bench-lib.sh
+source deploy/bench-lib.sh
+BENCH_KEEP=$KEEP
+trap bench_cleanup EXIT
 
 # The gateways: BASE from its own tree (its own go.mod), this tree's, the load tool.
 if [[ -z $BASE_GATEWAY ]]; then
-	tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-writes-base.XXXXXX")
-	git archive "$base_rev" | tar -x -C "$tmp"
-	(cd "$tmp" && go build -o "$OUT/gateway-base" ./cmd/gateway)
+	bench_build_base bench-writes
 	BASE_GATEWAY=$OUT/gateway-base
 fi
 go build -o "$OUT/gateway-new" ./cmd/gateway
@@ -75,8 +67,7 @@ go build -o "$OUT/loadtest" ./loadtest
 sed '/^  # >>> feed/,/^  # <<< feed/d' "$CONFIG" >"$OUT/base.yaml"
 if [[ $FEED == 1 ]]; then cp "$CONFIG" "$OUT/new.yaml"; else cp "$OUT/base.yaml" "$OUT/new.yaml"; fi
 
-RANKGATE_CLUSTER_NODE_TIMEOUT= RANKGATE_CLUSTER_EXTRA_ARGS= $CLUSTER -p "$BENCH_PORT" up >/dev/null
-ADDRS=$($CLUSTER -p "$BENCH_PORT" addrs)
+bench_cluster_up
 REDIS_PIDS=$(for p in $(seq "$BENCH_PORT" $((BENCH_PORT + 5))); do
 	timeout 5 redis-cli -p "$p" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p' || true
 done)

@@ -441,14 +441,7 @@ func (b *Baseline) lookup(ctx context.Context, op *Op, replica bool) ([]rank.Ent
 	if err != nil {
 		return nil, err
 	}
-	var items []rank.Item
-	for i, ms := range byShard {
-		for j := range ms {
-			if found[i] != nil && found[i][j] {
-				items = append(items, its[i][j])
-			}
-		}
-	}
+	items := readplan.FoundItems(byShard, its, found)
 	if len(items) == 0 {
 		return nil, nil
 	}

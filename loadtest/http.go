@@ -101,10 +101,13 @@ func (h *httpAPI) Target(op *Op) vegeta.Target {
 
 // appendEvent appends event j of op as JSON.
 func (h *httpAPI) appendEvent(b []byte, op *Op, j int) []byte {
-	w := h.w
-	m := op.Users[j]
+	return appendEventJSON(b, h.w, eventID(op.Prefix, op.Event+uint64(j)), op.Users[j], op.Deltas[j])
+}
+
+// appendEventJSON appends the event id of member m adding value to the
+// world's family, as JSON.
+func appendEventJSON(b []byte, w *World, id string, m int32, value int64) []byte {
 	b = append(b, `{"event_id":`...)
-	id := eventID(op.Prefix, op.Event+uint64(j))
 	b = strconv.AppendQuote(b, id)
 	b = append(b, `,"family":`...)
 	b = strconv.AppendQuote(b, w.sc.Family)
@@ -113,7 +116,7 @@ func (h *httpAPI) appendEvent(b []byte, op *Op, j int) []byte {
 	b = append(b, `,"`...)
 	b = append(b, w.valueField...)
 	b = append(b, `":`...)
-	b = strconv.AppendInt(b, op.Deltas[j], 10)
+	b = strconv.AppendInt(b, value, 10)
 	b = appendColumns(b, w, id)
 	b = appendDims(b, w, m)
 	return append(b, '}')

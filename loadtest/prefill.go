@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -187,21 +186,8 @@ func directSend(w *World, ew eventWriter, backoff time.Duration) sendBatch {
 func prefillEvents(w *World, start, end int) [][]byte {
 	out := make([][]byte, 0, end-start)
 	for i := start; i < end; i++ {
-		m := int32(i)
 		b := make([]byte, 0, 160)
-		b = append(b, `{"event_id":`...)
-		b = strconv.AppendQuote(b, prefillEventID(w.sc.MemberPrefix, i))
-		b = append(b, `,"family":`...)
-		b = strconv.AppendQuote(b, w.sc.Family)
-		b = append(b, `,"user":`...)
-		b = strconv.AppendQuote(b, w.MemberName(m))
-		b = append(b, `,"`...)
-		b = append(b, w.valueField...)
-		b = append(b, `":`...)
-		b = strconv.AppendInt(b, prefillPoints(i, w.sc.Prefill.PointsMax), 10)
-		b = appendColumns(b, w, prefillEventID(w.sc.MemberPrefix, i))
-		b = appendDims(b, w, m)
-		out = append(out, append(b, '}'))
+		out = append(out, appendEventJSON(b, w, prefillEventID(w.sc.MemberPrefix, i), int32(i), prefillPoints(i, w.sc.Prefill.PointsMax)))
 	}
 	return out
 }

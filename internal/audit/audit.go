@@ -28,7 +28,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -286,13 +285,13 @@ func check(e Entry) error {
 	switch {
 	case !known(e.Action):
 		return fmt.Errorf("audit: unknown action %q", e.Action)
-	case e.Operator == "" || len(e.Operator) > MaxOperator || !printable(e.Operator):
+	case e.Operator == "" || len(e.Operator) > MaxOperator || !rank.Printable(e.Operator):
 		return fmt.Errorf("audit: operator must be printable, 1..%d bytes", MaxOperator)
-	case len(e.DeclaredOperator) > MaxOperator || !printable(e.DeclaredOperator):
+	case len(e.DeclaredOperator) > MaxOperator || !rank.Printable(e.DeclaredOperator):
 		return fmt.Errorf("audit: declared operator must be printable, at most %d bytes", MaxOperator)
-	case e.Target == "" || len(e.Target) > MaxTarget || !printable(e.Target):
+	case e.Target == "" || len(e.Target) > MaxTarget || !rank.Printable(e.Target):
 		return fmt.Errorf("audit: target must be printable, 1..%d bytes", MaxTarget)
-	case len(e.Reason) > MaxReason || !printable(e.Reason):
+	case len(e.Reason) > MaxReason || !rank.Printable(e.Reason):
 		return fmt.Errorf("audit: reason must be printable, at most %d bytes", MaxReason)
 	case e.Action == ActionMemberErase && !hashedMember(e.Target) && e.Target != UnnamedMember:
 		return ErrClearMember
@@ -308,16 +307,4 @@ func hashedMember(target string) bool {
 	}
 	_, err := hex.DecodeString(h)
 	return err == nil && strings.ToLower(h) == h
-}
-
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return false
-		}
-	}
-	return true
 }

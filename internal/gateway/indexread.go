@@ -164,12 +164,7 @@ func (s *Service) keysetIndex(op, scope string, cur *cursor, band *[2]int64, lim
 			}
 			first = int64(p)
 		})
-		next := ""
-		if len(items) > limit {
-			items = items[:limit]
-			last := items[limit-1]
-			next = encodeCursor(scope, cursor{Score: last.Score, Member: last.Member})
-		}
+		items, next := pageOf(scope, items, limit)
 		entries := rc.toEntries(items)
 		rank.FillRanks(entries, first, more, rc.b.fam.mode)
 		return s.finishPage(ctx, rc, op, entries, next)

@@ -18,10 +18,10 @@ import (
 
 // checkModerator validates the operator and reason of a moderation call.
 func checkModerator(operator, reason string) error {
-	if operator == "" || len(operator) > 128 || !printable(operator) {
+	if operator == "" || len(operator) > 128 || !rank.Printable(operator) {
 		return rank.Invalid("operator", "operator is required (printable, at most 128 bytes)")
 	}
-	if reason == "" || len(reason) > 256 || !printable(reason) {
+	if reason == "" || len(reason) > 256 || !rank.Printable(reason) {
 		return rank.Invalid("reason", "reason is required (printable, at most 256 bytes)")
 	}
 	return nil

@@ -261,19 +261,39 @@ func (s *Service) Entries(ctx context.Context, ref BoardRef, q PageQuery, o Read
 	a := store.SeekArgs{Mode: store.SeekTop}
 	var cur *cursor
 	if q.Cursor != "" {
-		c, err := decodeCursor(scope, q.Cursor, rc.validStored)
-		if err != nil {
+		var err error
+		if cur, a, err = rc.afterCursor(scope, q.Cursor); err != nil {
 			return Page{}, err
 		}
-		cur = &c
-		a = readplan.MoreThan(rc.b.fam.enc, rank.Item{Score: c.Score, Member: c.Member})
-		a.Mode, a.Score, a.Member = store.SeekAfter, c.Score, c.Member
 	}
 	return serve(ctx, s, rc, "entries_cursor", ConsistencyCached,
 		func() string { return cacheKey(rc, "cursor", q.Cursor, strconv.Itoa(q.Limit)) },
 		func(ctx context.Context, rc *readCtx) (Page, error) {
 			return s.keysetPage(ctx, rc, "entries_cursor", scope, a, cur, q.Limit)
 		}, s.keysetIndex("entries_cursor", scope, cur, nil, q.Limit))
+}
+
+// afterCursor decodes a page's cursor (of scope) and answers it with the
+// seek that starts right after it.
+func (rc *readCtx) afterCursor(scope, token string) (*cursor, store.SeekArgs, error) {
+	c, err := decodeCursor(scope, token, rc.validStored)
+	if err != nil {
+		return nil, store.SeekArgs{}, err
+	}
+	a := readplan.MoreThan(rc.b.fam.enc, rank.Item{Score: c.Score, Member: c.Member})
+	a.Mode, a.Score, a.Member = store.SeekAfter, c.Score, c.Member
+	return &c, a, nil
+}
+
+// pageOf cuts items read one past a page of limit to the page, and answers
+// the cursor of the next page ("" when no entry follows).
+func pageOf(scope string, items []rank.Item, limit int) ([]rank.Item, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	last := items[limit-1]
+	return items, encodeCursor(scope, cursor{Score: last.Score, Member: last.Member})
 }
 
 // keysetPage reads limit+1 entries after a cursor (or from a start), fills
@@ -283,12 +303,7 @@ func (s *Service) keysetPage(ctx context.Context, rc *readCtx, op, scope string,
 	if err != nil {
 		return Page{}, err
 	}
-	next := ""
-	if len(items) > limit {
-		items = items[:limit]
-		last := items[limit-1]
-		next = encodeCursor(scope, cursor{Score: last.Score, Member: last.Member})
-	}
+	items, next := pageOf(scope, items, limit)
 	entries := rc.toEntries(items)
 	moreFirst := start // every member ahead of the first entry has strictly more points…
 	if cur != nil && len(entries) > 0 && sameStanding(entries[0], rc.toEntries([]rank.Item{{Score: cur.Score, Member: cur.Member}})[0]) {
@@ -319,13 +334,11 @@ func (s *Service) Range(ctx context.Context, ref BoardRef, q RangeQuery, o ReadO
 	a := store.SeekArgs{Mode: store.SeekLE, Score: hi, StopMin: &lo}
 	var cur *cursor
 	if q.Cursor != "" {
-		c, err := decodeCursor(scope, q.Cursor, rc.validStored)
-		if err != nil {
+		var err error
+		if cur, a, err = rc.afterCursor(scope, q.Cursor); err != nil {
 			return Page{}, err
 		}
-		cur = &c
-		a = readplan.MoreThan(enc, rank.Item{Score: c.Score, Member: c.Member})
-		a.Mode, a.Score, a.Member, a.StopMin = store.SeekAfter, c.Score, c.Member, &lo
+		a.StopMin = &lo
 	}
 	return serve(ctx, s, rc, "range", ConsistencyCached,
 		func() string {
@@ -580,14 +593,7 @@ func (s *Service) lookup(ctx context.Context, rc *readCtx, uniq []string) (Page,
 		return Page{}, err
 	}
 	rc.partial(missing)
-	var items []rank.Item
-	for i, ms := range byShard {
-		for j := range ms {
-			if found[i] != nil && found[i][j] {
-				items = append(items, its[i][j])
-			}
-		}
-	}
+	items := readplan.FoundItems(byShard, its, found)
 	if len(items) == 0 {
 		return s.finishPage(ctx, rc, "lookup", []rank.Entry{}, "")
 	}

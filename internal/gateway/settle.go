@@ -406,7 +406,7 @@ func (s *Service) Correct(ctx context.Context, c Correction) (EventResult, error
 	if err := s.requireLedger("a correction (an audited ledger event)"); err != nil {
 		return EventResult{}, err
 	}
-	if c.Operator == "" || len(c.Operator) > 128 || !printable(c.Operator) {
+	if c.Operator == "" || len(c.Operator) > 128 || !rank.Printable(c.Operator) {
 		return EventResult{}, rank.Invalid("operator", "operator is required (printable, at most 128 bytes)")
 	}
 	if c.Reason == "" {
@@ -468,7 +468,7 @@ func (s *Service) DecideReview(ctx context.Context, id, familyName, periodID, op
 	if err != nil || n < 1 {
 		return ReviewDecision{}, rank.Invalid("id", "review id must be a positive integer")
 	}
-	if operator == "" || len(operator) > 128 || !printable(operator) {
+	if operator == "" || len(operator) > 128 || !rank.Printable(operator) {
 		return ReviewDecision{}, rank.Invalid("operator", "operator is required (printable, at most 128 bytes)")
 	}
 	f, p, err := s.familyPeriod(familyName, periodID)

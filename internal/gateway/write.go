@@ -690,10 +690,10 @@ func (s *Service) PutProfile(ctx context.Context, user string, p Profile) error 
 	if !rank.ValidMember(user) {
 		return rank.Invalid("user", "user must match [A-Za-z0-9_.@-]{1,64}")
 	}
-	if len(p.Name) > 128 || !printable(p.Name) {
+	if len(p.Name) > 128 || !rank.Printable(p.Name) {
 		return rank.Invalid("name", "name must be printable UTF-8 of at most 128 bytes")
 	}
-	if len(p.Avatar) > 1024 || !printable(p.Avatar) {
+	if len(p.Avatar) > 1024 || !rank.Printable(p.Avatar) {
 		return rank.Invalid("avatar", "avatar must be printable UTF-8 of at most 1024 bytes")
 	}
 	fields := map[string]string{}
@@ -707,18 +707,6 @@ func (s *Service) PutProfile(ctx context.Context, user string, p Profile) error 
 		return writeUnavailable(err, "storing profile")
 	}
 	return nil
-}
-
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // checkColumns refuses columns on a family without them and on a reversal

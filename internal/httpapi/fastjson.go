@@ -220,37 +220,17 @@ func (s *scanner) event(w *eventJSON) bool {
 }
 
 // strMap reads an object of strings (keys distinct).
-func (s *scanner) strMap() (map[string]string, bool) {
-	if !s.lit('{') {
-		return nil, false
-	}
-	m := make(map[string]string, 2)
-	if s.lit('}') {
-		return m, true
-	}
-	for {
-		k, ok := s.str()
-		if !ok || !s.lit(':') {
-			return nil, false
-		}
-		v, ok := s.str()
-		if _, dup := m[k]; !ok || dup {
-			return nil, false
-		}
-		m[k] = v
-		if s.lit(',') {
-			continue
-		}
-		return m, s.lit('}')
-	}
-}
+func (s *scanner) strMap() (map[string]string, bool) { return scanMap(s, s.str) }
 
 // intMap reads an object of integers (keys distinct).
-func (s *scanner) intMap() (map[string]int64, bool) {
+func (s *scanner) intMap() (map[string]int64, bool) { return scanMap(s, s.int) }
+
+// scanMap reads an object whose values val reads (keys distinct).
+func scanMap[V any](s *scanner, val func() (V, bool)) (map[string]V, bool) {
 	if !s.lit('{') {
 		return nil, false
 	}
-	m := make(map[string]int64, 2)
+	m := make(map[string]V, 2)
 	if s.lit('}') {
 		return m, true
 	}
@@ -259,7 +239,7 @@ func (s *scanner) intMap() (map[string]int64, bool) {
 		if !ok || !s.lit(':') {
 			return nil, false
 		}
-		v, ok := s.int()
+		v, ok := val()
 		if _, dup := m[k]; !ok || dup {
 			return nil, false
 		}

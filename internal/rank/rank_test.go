@@ -181,6 +181,11 @@ func TestValidIDs(t *testing.T) {
 		{"dim type dash", ValidDimType, "pro-vince", false},
 		{"event id", ValidEventID, "evt:2026/08/20-1", true},
 		{"event id brace", ValidEventID, "evt{1}", false},
+		{"printable text", Printable, "Ops: Zoë, ban for spam", true},
+		{"printable empty", Printable, "", true},
+		{"printable newline", Printable, "a\nb", false},
+		{"printable DEL", Printable, "a\x7fb", false},
+		{"printable bad UTF-8", Printable, "a\xffb", false},
 	}
 	for _, c := range cases {
 		if got := c.fn(c.in); got != c.want {

@@ -1,5 +1,7 @@
 package rank
 
+import "unicode/utf8"
+
 // Identifier rules (api/openapi.yaml). Nothing that passes them can inject '{',
 // '}', ':' or control bytes into a key.
 
@@ -44,3 +46,17 @@ func dimValueByte(c byte) bool {
 	return lower(c) || upper(c) || digit(c) || c == '_' || c == '.' || c == '-'
 }
 func eventByte(c byte) bool { return memberByte(c) || c == ':' || c == '/' }
+
+// Printable reports whether s is valid UTF-8 with no control character
+// (below U+0020, or U+007F): free text such as operators, reasons and names.
+func Printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -405,6 +405,20 @@ func (r *Reader) Find(ctx context.Context, op string, b *Board, byShard [][]stri
 	return items, found, missing, nil
 }
 
+// FoundItems answers the items Find found, shard by shard in byShard's
+// order (nil when none was).
+func FoundItems(byShard [][]string, items [][]rank.Item, found [][]bool) []rank.Item {
+	var out []rank.Item
+	for i, ms := range byShard {
+		for j := range ms {
+			if found[i] != nil && found[i][j] {
+				out = append(out, items[i][j])
+			}
+		}
+	}
+	return out
+}
+
 // FindOne reads one user's stored item on its home shard; found is false
 // when the user is not on the board.
 func (r *Reader) FindOne(ctx context.Context, b *Board, home int, user string) (rank.Item, bool, error) {

@@ -113,3 +113,30 @@ func TestFirstDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestFoundItems: the items Find found, in shard order, skipping the users
+// not on the board and the shards Find did not read.
+func TestFoundItems(t *testing.T) {
+	t.Parallel()
+	a, b, c := rank.Item{Score: 1, Member: "a"}, rank.Item{Score: 2, Member: "b"}, rank.Item{Score: 3, Member: "c"}
+	cases := []struct {
+		name    string
+		byShard [][]string
+		items   [][]rank.Item
+		found   [][]bool
+		want    []rank.Item
+	}{
+		{"none asked", [][]string{nil, nil}, [][]rank.Item{nil, nil}, [][]bool{nil, nil}, nil},
+		{"all found", [][]string{{"a"}, {"b", "c"}}, [][]rank.Item{{a}, {b, c}}, [][]bool{{true}, {true, true}}, []rank.Item{a, b, c}},
+		{"some missing", [][]string{{"a", "x"}, {"c"}}, [][]rank.Item{{a, {}}, {c}}, [][]bool{{true, false}, {true}}, []rank.Item{a, c}},
+		{"shard not read", [][]string{{"a"}, {"b"}}, [][]rank.Item{nil, {b}}, [][]bool{nil, {true}}, []rank.Item{b}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := FoundItems(tc.byShard, tc.items, tc.found); !slices.Equal(got, tc.want) {
+				t.Errorf("FoundItems = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

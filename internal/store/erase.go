@@ -108,19 +108,30 @@ func (s *Store) MemberBoards(ctx context.Context, key string) ([]string, error) 
 // IndexBoards adds board shards (their sorted sets' keys) to a member's
 // board index.
 func (s *Store) IndexBoards(ctx context.Context, key string, zs []string) error {
+	return s.boardIndex(ctx, "sadd", s.rw.SAdd, key, zs)
+}
+
+// boardIndex runs op (SADD or SREM, named cmd) of board shards zs on a
+// member's board index.
+func (s *Store) boardIndex(ctx context.Context, cmd string, op func(context.Context, string, ...any) *redis.IntCmd, key string, zs []string) error {
 	if len(zs) == 0 {
 		return nil
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
+	if err := op(ctx, key, anys(zs)...).Err(); err != nil {
+		return s.fail(cmd, fmt.Errorf("member board index %s: %w", key, err))
+	}
+	return nil
+}
+
+// anys copies strings into a slice of any (go-redis's variadic arguments).
+func anys(zs []string) []any {
 	members := make([]any, len(zs))
 	for i, z := range zs {
 		members[i] = z
 	}
-	if err := s.rw.SAdd(ctx, key, members...).Err(); err != nil {
-		return s.fail("sadd", fmt.Errorf("member board index %s: %w", key, err))
-	}
-	return nil
+	return members
 }
 
 // IndexMemberBoards adds board shards to several members' board indexes
@@ -133,11 +144,7 @@ func (s *Store) IndexMemberBoards(ctx context.Context, idx map[string][]string) 
 	defer cancel()
 	pipe := s.rw.Pipeline()
 	for key, zs := range idx {
-		members := make([]any, len(zs))
-		for i, z := range zs {
-			members[i] = z
-		}
-		pipe.SAdd(ctx, key, members...)
+		pipe.SAdd(ctx, key, anys(zs)...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.fail("sadd", fmt.Errorf("member board indexes of %d members: %w", len(idx), err))
@@ -189,19 +196,7 @@ func (s *Store) ForgetField(ctx context.Context, hashes []string, field string) 
 // ForgetBoards removes board shards from a member's board index (after
 // they were erased there).
 func (s *Store) ForgetBoards(ctx context.Context, key string, zs []string) error {
-	if len(zs) == 0 {
-		return nil
-	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	members := make([]any, len(zs))
-	for i, z := range zs {
-		members[i] = z
-	}
-	if err := s.rw.SRem(ctx, key, members...).Err(); err != nil {
-		return s.fail("srem", fmt.Errorf("member board index %s: %w", key, err))
-	}
-	return nil
+	return s.boardIndex(ctx, "srem", s.rw.SRem, key, zs)
 }
 
 // DeleteMemberKeys deletes keys of one member's slot (their profile, rate

@@ -47,7 +47,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rankgate/rankgate/internal/config"
 	"github.com/rankgate/rankgate/internal/readplan"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
@@ -140,15 +139,9 @@ func runIndex(o options) error {
 			return fmt.Errorf("address %s is not loopback", a)
 		}
 	}
-	cfg, err := config.Load(o.config)
+	cfg, err := loadConfig(o.config)
 	if err != nil {
 		return err
-	}
-	cfg.ApplyEnv(os.Getenv)
-	for _, a := range cfg.Redis.Addrs {
-		if !strings.HasPrefix(a, "127.") && !strings.HasPrefix(a, "localhost:") {
-			return fmt.Errorf("redis address %s is not loopback", a)
-		}
 	}
 	if f, ok := cfg.Families[x.family]; !ok || !f.Index.Enabled {
 		return fmt.Errorf("family %s is not in the config with index.enabled", x.family)
@@ -159,18 +152,11 @@ func runIndex(o options) error {
 	if x.offset+o.limit > o.members {
 		return fmt.Errorf("-offset %d + Top-%d is past the %d members", x.offset, o.limit, o.members)
 	}
-	b16, err := boardOf(cfg, o.fam16)
+	bs, err := boardsOf(cfg, o.fam16, o.fam1, x.family)
 	if err != nil {
 		return err
 	}
-	b1, err := boardOf(cfg, o.fam1)
-	if err != nil {
-		return err
-	}
-	bx, err := boardOf(cfg, x.family)
-	if err != nil {
-		return err
-	}
+	b16, b1, bx := bs[0], bs[1], bs[2]
 	if len(b1.keys) != 1 || len(bx.keys) != len(b16.keys) {
 		return fmt.Errorf("shards: %s %d (want 1), %s %d (want %d, as %s)", o.fam1, len(b1.keys), x.family, len(bx.keys), len(b16.keys), o.fam16)
 	}
@@ -199,23 +185,12 @@ func runIndex(o options) error {
 		return err
 	}
 
-	health := new(store.NodeHealth)
-	rc, err := store.NewClient(store.ClientOptions{Addrs: cfg.Redis.Addrs, PoolSize: 4 * o.workers, Cluster: len(cfg.Redis.Addrs) > 1, Health: health})
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
 	ctx := context.Background()
-	st, err := store.New(rc, nil, store.Options{Health: health})
+	rc, st, _, closeStore, err := openStore(ctx, cfg, o.workers, b16, b1, bx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	for _, b := range []board{b16, b1, bx} {
-		if _, err := st.EnsurePeriod(ctx, b.pk, map[string]int{shard.National: len(b.keys)}, b.rules, time.Now().UnixMilli()); err != nil {
-			return err
-		}
-	}
+	defer closeStore()
 	if o.prefill {
 		// A board loaded again starts with an empty change feed, as a
 		// board written before its family kept one would.

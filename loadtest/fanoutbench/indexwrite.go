@@ -57,6 +57,12 @@ func post(ctx context.Context, hc *http.Client, url string, body []byte, v any) 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return call(hc, req, url, v)
+}
+
+// call sends req (to url) and decodes a 200 answer into v; any other status
+// is an error naming the method, the URL and the start of the body.
+func call(hc *http.Client, req *http.Request, url string, v any) error {
 	res, err := hc.Do(req)
 	if err != nil {
 		return err
@@ -64,7 +70,7 @@ func post(ctx context.Context, hc *http.Client, url string, body []byte, v any) 
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		return fmt.Errorf("POST %s: %d %s", url, res.StatusCode, b)
+		return fmt.Errorf("%s %s: %d %s", req.Method, url, res.StatusCode, b)
 	}
 	return json.NewDecoder(res.Body).Decode(v)
 }

@@ -26,10 +26,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -140,49 +138,84 @@ func boardOf(cfg *config.Config, name string) (board, error) {
 	return out, nil
 }
 
-func member(j int) string { return fmt.Sprintf("u%07d", j) }
+// boardsOf answers boardOf of each family, in order.
+func boardsOf(cfg *config.Config, names ...string) ([]board, error) {
+	out := make([]board, len(names))
+	for i, name := range names {
+		b, err := boardOf(cfg, name)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
 
-func run(o options) error {
-	cfg, err := config.Load(o.config)
+// loadConfig reads the gateway's config file (with the environment's
+// overrides) and refuses Redis addresses that are not loopback.
+func loadConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg.ApplyEnv(os.Getenv)
 	for _, a := range cfg.Redis.Addrs {
 		if !strings.HasPrefix(a, "127.") && !strings.HasPrefix(a, "localhost:") {
-			return fmt.Errorf("redis address %s is not loopback", a)
+			return nil, fmt.Errorf("redis address %s is not loopback", a)
 		}
 	}
-	b16, err := boardOf(cfg, o.fam16)
+	return cfg, nil
+}
+
+// openStore opens the Redis client and a store on it, sharing one
+// NodeHealth as the gateway shares it, and records each board's period as a
+// gateway's first write would, so the gateway reads the boards' shard counts
+// once, not on every request. closeAll closes the store and the client.
+func openStore(ctx context.Context, cfg *config.Config, workers int, boards ...board) (rc redis.UniversalClient, st *store.Store, health *store.NodeHealth, closeAll func(), err error) {
+	health = new(store.NodeHealth)
+	rc, err = store.NewClient(store.ClientOptions{Addrs: cfg.Redis.Addrs, PoolSize: 4 * workers, Cluster: len(cfg.Redis.Addrs) > 1, Health: health})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	st, err = store.New(rc, nil, store.Options{Health: health})
+	if err != nil {
+		rc.Close()
+		return nil, nil, nil, nil, err
+	}
+	closeAll = func() {
+		st.Close()
+		rc.Close()
+	}
+	for _, b := range boards {
+		if _, err := st.EnsurePeriod(ctx, b.pk, map[string]int{shard.National: len(b.keys)}, b.rules, time.Now().UnixMilli()); err != nil {
+			closeAll()
+			return nil, nil, nil, nil, err
+		}
+	}
+	return rc, st, health, closeAll, nil
+}
+
+func member(j int) string { return fmt.Sprintf("u%07d", j) }
+
+func run(o options) error {
+	cfg, err := loadConfig(o.config)
 	if err != nil {
 		return err
 	}
-	b1, err := boardOf(cfg, o.fam1)
+	bs, err := boardsOf(cfg, o.fam16, o.fam1)
 	if err != nil {
 		return err
 	}
+	b16, b1 := bs[0], bs[1]
 	if len(b1.keys) != 1 {
 		return fmt.Errorf("family %s has %d shards, want 1", o.fam1, len(b1.keys))
 	}
-	health := new(store.NodeHealth) // the client's and the stores', as the gateway shares it
-	rc, err := store.NewClient(store.ClientOptions{Addrs: cfg.Redis.Addrs, PoolSize: 4 * o.workers, Cluster: len(cfg.Redis.Addrs) > 1, Health: health})
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
 	ctx := context.Background()
-	// Record each period as a gateway's first write would, so the gateway
-	// reads the boards' shard counts once, not on every request.
-	st, err := store.New(rc, nil, store.Options{Health: health})
+	rc, st, health, closeStore, err := openStore(ctx, cfg, o.workers, b16, b1)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	for _, b := range []board{b16, b1} {
-		if _, err := st.EnsurePeriod(ctx, b.pk, map[string]int{shard.National: len(b.keys)}, b.rules, time.Now().UnixMilli()); err != nil {
-			return err
-		}
-	}
+	defer closeStore()
 	if o.prefill {
 		if err := prefill(ctx, rc, o.members, b16, b1); err != nil {
 			return err
@@ -508,19 +541,10 @@ func get(ctx context.Context, hc *http.Client, url string) error {
 	if err != nil {
 		return err
 	}
-	res, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		return fmt.Errorf("GET %s: %d %s", url, res.StatusCode, b)
-	}
 	var v struct {
 		Partial bool `json:"partial"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&v); err != nil {
+	if err := call(hc, req, url, &v); err != nil {
 		return err
 	}
 	if v.Partial {

@@ -207,21 +207,13 @@ end
 
 if op ~= 'reverse' then return redis.error_reply('ERR rankgate columns: bad op') end
 local oid = ARGV[12]
-local rec = redis.call('HGET', ev, oid)
-if not rec then return {'unknown', cur or '', cur or ''} end
-if string.sub(rec, 1, 2) == 'R|' then return replay(ev, oid, 'reversed', cur) end
-local d, sb, sa, pb, pa, tail = string.match(rec, '^(-?%d+)|(-?%d+)|(-?%d+)|([0-9a-f]*)|([0-9a-f]*)(.*)$')
-local recEpoch = d and record_epoch(tail)
-if not recEpoch then d = nil end
-if not d then return {'notreversible', cur or '', cur or ''} end
-d, sb, sa = tonumber(d), tonumber(sb), tonumber(sa)
+local reply, rec, recEpoch, caps = read_original(ev, oid, cur, '^(-?%d+)|(-?%d+)|(-?%d+)|([0-9a-f]*)|([0-9a-f]*)(.*)$')
+if reply then return reply end
+local d, sb, sa, pb, pa = tonumber(caps[1]), tonumber(caps[2]), tonumber(caps[3]), caps[4], caps[5]
 -- A moderator removed the member after the original (remove.lua): the
 -- member started afresh; the reversal is recorded and changes nothing.
 if removed_since(ev, user, recEpoch) then
-  touch_meta(meta, ARGV[9], ARGV[10])
-  redis.call('HSET', ev, oid, 'R|' .. rec)
-  redis.call('HSET', ev, id, '0|-1|-1|r:' .. oid)
-  return {'ok', cur or '', cur or ''}
+  return void_reversal(meta, ARGV[9], ARGV[10], ev, oid, rec, id, cur)
 end
 local newP = (P or 0) - d
 if newP > maxp or newP < -maxp then return {'range', cur or '', cur or ''} end
@@ -245,10 +237,7 @@ for i, c in ipairs(spec) do
   end
   newVals[i] = x
 end
-local live = tonumber(redis.call('HGET', ev, '#n:' .. user) or '')
-if not live then
-  if cur then live = 1 else live = 0 end
-end
+local live = live_changes(ev, user, cur)
 local gone = live <= 1
 local after = ''
 local newSeq = seq
@@ -263,12 +252,5 @@ else
   end
   after = place(newP, newVals, newSeq, nil)
 end
-touch_meta(meta, ARGV[9], ARGV[10])
-redis.call('HSET', ev, oid, 'R|' .. rec)
-if live - 1 <= 1 then
-  redis.call('HDEL', ev, '#n:' .. user)
-else
-  redis.call('HINCRBY', ev, '#n:' .. user, -1)
-end
-redis.call('HSET', ev, id, fmt(-d) .. '|' .. fmt(curSeq or -1) .. '|' .. fmt(newSeq) .. '|r:' .. oid)
+record_reversal(meta, ARGV[9], ARGV[10], ev, user, oid, rec, id, live, d, curSeq, newSeq)
 return {'ok', cur or '', after}

@@ -186,3 +186,54 @@ end
 local function removed_since(ev, member, e)
   return tonumber(redis.call('HGET', ev, '#rm:' .. member) or '0') > e
 end
+
+-- Reversals (reverse.lua, columns.lua op reverse): the record of the
+-- original event oid is marked 'R|' once it is reversed; the reversal rid
+-- has a record of its own.
+
+-- read_original reads the original's record and matches it with pattern
+-- (its first capture the delta, its last the tail). It answers the reply
+-- the reversal gives at once (unknown, reversed, notreversible) or nil, then
+-- the record, its removal epoch and the pattern's captures.
+local function read_original(ev, oid, cur, pattern)
+  local rec = redis.call('HGET', ev, oid)
+  if not rec then return {'unknown', cur or '', cur or ''} end
+  if string.sub(rec, 1, 2) == 'R|' then return replay(ev, oid, 'reversed', cur) end
+  local caps = {string.match(rec, pattern)}
+  local epoch = caps[1] and record_epoch(caps[#caps])
+  if not epoch then return {'notreversible', cur or '', cur or ''} end
+  return nil, rec, epoch, caps
+end
+
+-- void_reversal records a reversal of an original older than the member's
+-- latest removal: the member started afresh, so it changes nothing.
+local function void_reversal(meta, now, rules, ev, oid, rec, rid, cur)
+  touch_meta(meta, now, rules)
+  redis.call('HSET', ev, oid, 'R|' .. rec)
+  redis.call('HSET', ev, rid, '0|-1|-1|r:' .. oid)
+  return {'ok', cur or '', cur or ''}
+end
+
+-- live_changes: the member's live changes, the counter when there are two
+-- or more, else one for a present member (see apply.lua).
+local function live_changes(ev, member, cur)
+  local live = tonumber(redis.call('HGET', ev, '#n:' .. member) or '')
+  if not live then
+    if cur then live = 1 else live = 0 end
+  end
+  return live
+end
+
+-- record_reversal records an applied reversal: the original reversed, one
+-- live change less, and the reversal's record (it took d off; the member's
+-- seq went from curSeq to newSeq).
+local function record_reversal(meta, now, rules, ev, member, oid, rec, rid, live, d, curSeq, newSeq)
+  touch_meta(meta, now, rules)
+  redis.call('HSET', ev, oid, 'R|' .. rec)
+  if live - 1 <= 1 then
+    redis.call('HDEL', ev, '#n:' .. member)
+  else
+    redis.call('HINCRBY', ev, '#n:' .. member, -1)
+  end
+  redis.call('HSET', ev, rid, fmt(-d) .. '|' .. fmt(curSeq or -1) .. '|' .. fmt(newSeq) .. '|r:' .. oid)
+end

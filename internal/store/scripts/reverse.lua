@@ -18,23 +18,15 @@ local st = closed_state(meta)
 if not st and ARGV[9] == '1' then st = 'frozen' end
 if st then return {'closed', st, cur or ''} end
 
-local rec = redis.call('HGET', ev, oid)
-if not rec then return {'unknown', cur or '', cur or ''} end
-if string.sub(rec, 1, 2) == 'R|' then return replay(ev, oid, 'reversed', cur) end
-local d, sb, sa, tail = string.match(rec, '^(-?%d+)|(-?%d+)|(-?%d+)(.*)$')
-local recEpoch = d and record_epoch(tail)
-if not recEpoch then d = nil end
-if not d then return {'notreversible', cur or '', cur or ''} end
-d, sb, sa = tonumber(d), tonumber(sb), tonumber(sa)
+local reply, rec, recEpoch, caps = read_original(ev, oid, cur, '^(-?%d+)|(-?%d+)|(-?%d+)(.*)$')
+if reply then return reply end
+local d, sb, sa = tonumber(caps[1]), tonumber(caps[2]), tonumber(caps[3])
 
 -- A moderator removed the member after the original (remove.lua): what it
 -- did is gone already and the member started afresh; the reversal is
 -- recorded and changes nothing.
 if removed_since(ev, member, recEpoch) then
-  touch_meta(meta, ARGV[7], ARGV[8])
-  redis.call('HSET', ev, oid, 'R|' .. rec)
-  redis.call('HSET', ev, rid, '0|-1|-1|r:' .. oid)
-  return {'ok', cur or '', cur or ''}
+  return void_reversal(meta, ARGV[7], ARGV[8], ev, oid, rec, rid, cur)
 end
 
 local P, curSeq = decode(cur, B)
@@ -46,12 +38,7 @@ if newP > maxp or newP < -maxp then return {'range', cur or '', cur or ''} end
 -- the seq from before it. Otherwise the member reaches the new total now,
 -- with a new seq.
 local latest = (B == 0) or (curSeq == sa)
--- Live changes: the counter when there are two or more, else one for a
--- present member (see apply.lua).
-local live = tonumber(redis.call('HGET', ev, '#n:' .. member) or '')
-if not live then
-  if cur then live = 1 else live = 0 end
-end
+local live = live_changes(ev, member, cur)
 local gone = live <= 1
 local after = ''
 local newSeq = seq
@@ -69,12 +56,5 @@ else
   redis.call('ZADD', z, after, member)
   feed(member, after)
 end
-touch_meta(meta, ARGV[7], ARGV[8])
-redis.call('HSET', ev, oid, 'R|' .. rec)
-if live - 1 <= 1 then
-  redis.call('HDEL', ev, '#n:' .. member)
-else
-  redis.call('HINCRBY', ev, '#n:' .. member, -1)
-end
-redis.call('HSET', ev, rid, fmt(-d) .. '|' .. fmt(curSeq or -1) .. '|' .. fmt(newSeq) .. '|r:' .. oid)
+record_reversal(meta, ARGV[7], ARGV[8], ev, member, oid, rec, rid, live, d, curSeq, newSeq)
 return {'ok', cur or '', after}
