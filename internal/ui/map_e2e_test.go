@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"image/png"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strconv"
@@ -349,9 +350,34 @@ func colorDistance(c interface{ RGBA() (r, g, b, a uint32) }, hex string) int {
 // newServer serves the stack's handler until the test ends.
 func newServer(t *testing.T, stack *teststack.Stack) string {
 	t.Helper()
-	srv := httptest.NewServer(stack.Handler)
+	srv := httptest.NewServer(toursFirst(stack.Handler))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// toursFirst answers each GET /v1/families only after a GET /v1/tournaments
+// was answered (or 2 s passed): the page asks both at once, and the order
+// in which they answer must not change the board it opens.
+func toursFirst(next http.Handler) http.Handler {
+	tours := make(chan struct{}, 64)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/families":
+			select {
+			case <-tours:
+			case <-time.After(2 * time.Second):
+			}
+			next.ServeHTTP(w, r)
+		case "/v1/tournaments":
+			next.ServeHTTP(w, r)
+			select {
+			case tours <- struct{}{}:
+			default:
+			}
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 // gatherNodes reads the monitor's used memory and ops/s of every master

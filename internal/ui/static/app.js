@@ -15,6 +15,7 @@
   const state = {
     families: [],
     tournaments: [], // the active ones (GET /v1/tournaments?state=active)
+    familiesLoaded: false, // GET /v1/families answered at least once
     family: params.get("family") || "",
     board: params.get("board") || "",
     limit: params.get("limit") || "10",
@@ -131,6 +132,7 @@
     try {
       const list = await api("/v1/families");
       state.families = list.families || [];
+      state.familiesLoaded = true;
       const periods = await Promise.all(state.families.map((f) =>
         api(`/v1/families/${enc(f.name)}/period`).catch((err) => ({ error: err }))));
       // Leagues (a cohort dimension): their current cohorts, per tier.
@@ -189,6 +191,10 @@
   // The family select lists the configured families, then the active
   // tournaments (a tournament's boards read like any family's).
   function fillFamilySelect() {
+    // The tournaments may answer before the families: until the families
+    // are in, the list is incomplete and must not replace the family the
+    // address named.
+    if (!state.familiesLoaded) return;
     const sel = $("family");
     const opts = state.families.map((f) => ({ value: f.name, label: f.name }))
       .concat(state.tournaments.map((t) => ({ value: t.id, label: `${t.id} (tournament)` })));
