@@ -22,7 +22,6 @@ import (
 type EraseBackend interface {
 	EraseMember(ctx context.Context, es []store.Erase) []store.EraseResult
 	MemberBoards(ctx context.Context, key string) ([]string, error)
-	IndexBoards(ctx context.Context, key string, zs []string) error
 	IndexMemberBoards(ctx context.Context, idx map[string][]string) error
 	HashesOf(ctx context.Context, keys []string) ([]map[string]string, error)
 	ForgetField(ctx context.Context, hashes []string, field string) error
@@ -75,7 +74,7 @@ func (s *Service) EraseMember(ctx context.Context, user string, r Erasure) (Eras
 		}
 		// Boards written before the index existed are in the ledger: the
 		// index learns them before the ledger forgets them.
-		if err := s.eraseBE.IndexBoards(ctx, idx, s.ledgerShards(ctx, user, mbs)); err != nil {
+		if err := s.eraseBE.IndexMemberBoards(ctx, map[string][]string{idx: s.ledgerShards(ctx, user, mbs)}); err != nil {
 			return out, rank.Unavailable(err, "indexing the boards of %s; retry the erasure", user)
 		}
 		er, err := s.ledger.EraseMember(ctx, user)

@@ -105,26 +105,6 @@ func (s *Store) MemberBoards(ctx context.Context, key string) ([]string, error) 
 	return v, nil
 }
 
-// IndexBoards adds board shards (their sorted sets' keys) to a member's
-// board index.
-func (s *Store) IndexBoards(ctx context.Context, key string, zs []string) error {
-	return s.boardIndex(ctx, "sadd", s.rw.SAdd, key, zs)
-}
-
-// boardIndex runs op (SADD or SREM, named cmd) of board shards zs on a
-// member's board index.
-func (s *Store) boardIndex(ctx context.Context, cmd string, op func(context.Context, string, ...any) *redis.IntCmd, key string, zs []string) error {
-	if len(zs) == 0 {
-		return nil
-	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	if err := op(ctx, key, anys(zs)...).Err(); err != nil {
-		return s.fail(cmd, fmt.Errorf("member board index %s: %w", key, err))
-	}
-	return nil
-}
-
 // anys copies strings into a slice of any (go-redis's variadic arguments).
 func anys(zs []string) []any {
 	members := make([]any, len(zs))
@@ -134,17 +114,19 @@ func anys(zs []string) []any {
 	return members
 }
 
-// IndexMemberBoards adds board shards to several members' board indexes
-// (index key → sorted-set keys) in one pipeline.
+// IndexMemberBoards adds board shards (their sorted sets' keys) to members'
+// board indexes (index key → sorted-set keys), in one pipeline.
 func (s *Store) IndexMemberBoards(ctx context.Context, idx map[string][]string) error {
-	if len(idx) == 0 {
-		return nil
-	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	pipe := s.rw.Pipeline()
 	for key, zs := range idx {
-		pipe.SAdd(ctx, key, anys(zs)...)
+		if len(zs) > 0 {
+			pipe.SAdd(ctx, key, anys(zs)...)
+		}
+	}
+	if pipe.Len() == 0 {
+		return nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return s.fail("sadd", fmt.Errorf("member board indexes of %d members: %w", len(idx), err))
@@ -196,7 +178,15 @@ func (s *Store) ForgetField(ctx context.Context, hashes []string, field string) 
 // ForgetBoards removes board shards from a member's board index (after
 // they were erased there).
 func (s *Store) ForgetBoards(ctx context.Context, key string, zs []string) error {
-	return s.boardIndex(ctx, "srem", s.rw.SRem, key, zs)
+	if len(zs) == 0 {
+		return nil
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	if err := s.rw.SRem(ctx, key, anys(zs)...).Err(); err != nil {
+		return s.fail("srem", fmt.Errorf("member board index %s: %w", key, err))
+	}
+	return nil
 }
 
 // DeleteMemberKeys deletes keys of one member's slot (their profile, rate
