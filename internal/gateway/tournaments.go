@@ -485,8 +485,9 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 // erasure finds a join even without an event; then one join script call.
 func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
 	idx := make(map[string][]string, len(members))
+	seat := s.layout.ZKey(k.b, 0, k.n)
 	for _, m := range members {
-		zs := []string{s.layout.ZKey(k.b, 0, k.n)}
+		zs := []string{seat}
 		if i := shard.Of(m, k.n); i != 0 {
 			zs = append(zs, s.layout.ZKey(k.b, i, k.n))
 		}
