@@ -184,8 +184,8 @@ func oneStorm(ctx context.Context, c *client.Client, hc *http.Client, base, id s
 	if r.Joined != j.maxSize || r.Full != j.n-j.maxSize {
 		return r, fmt.Errorf("storm on %s: %d joined and %d full, want exactly %d and %d", id, r.Joined, r.Full, j.maxSize, j.n-j.maxSize)
 	}
-	r.JoinP50, r.JoinP99, r.JoinMax = quantileMs(joins, 0.5), quantileMs(joins, 0.99), quantileMs(joins, 1)
-	r.PlainP50, r.PlainP99 = quantileMs(plain, 0.5), quantileMs(plain, 0.99)
+	r.JoinP50, r.JoinP99, r.JoinMax = ms(Percentile(joins, 0.5)), ms(Percentile(joins, 0.99)), ms(Percentile(joins, 1))
+	r.PlainP50, r.PlainP99 = ms(Percentile(plain, 0.5)), ms(Percentile(plain, 0.99))
 	return r, nil
 }
 
@@ -218,7 +218,3 @@ func together(n int, call func(i int) error) ([]time.Duration, error) {
 	return ds, nil
 }
 
-// quantileMs is the q-quantile of sorted durations in milliseconds.
-func quantileMs(sorted []time.Duration, q float64) float64 {
-	return float64(sorted[int(q*float64(len(sorted)-1))].Microseconds()) / 1000
-}
