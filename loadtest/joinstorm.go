@@ -217,4 +217,3 @@ func together(n int, call func(i int) error) ([]time.Duration, error) {
 	slices.Sort(ds)
 	return ds, nil
 }
-
