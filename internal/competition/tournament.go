@@ -26,6 +26,16 @@ import (
 	"github.com/rankgate/rankgate/internal/rank"
 )
 
+// Registry answers: what storing a tournament's definition did (the Redis
+// registry and the ledger's answer alike).
+const (
+	RegistryCreated   = "created"   // stored; the registry's version moved on
+	RegistryExists    = "exists"    // the id is taken (ids are never reused)
+	RegistryLimit     = "limit"     // max_active tournaments are active
+	RegistryCancelled = "cancelled" // marked cancelled
+	RegistryUnknown   = "unknown"   // no tournament by that id
+)
+
 // Tournament states.
 const (
 	StateUpcoming  = "upcoming"

@@ -169,6 +169,7 @@ type Service struct {
 	healthBE HealthBackend
 	banBE    BanBackend
 	tourBE   TournamentBackend
+	tourReg  TournamentRegistry
 	eraseBE  EraseBackend
 	leagueBE LeagueBackend
 	layout   shard.Layout
@@ -235,6 +236,10 @@ func New(o Options) (*Service, error) {
 		ledger: o.Ledger, afterCommit: o.AfterLedgerCommit, eraseChunk: eraseChunk,
 	}
 	s.joins = newJoinBatcher(s.joinMembers)
+	s.tourReg = redisRegistry{be: o.Backend, k: s.layout.Tournaments()}
+	if o.Ledger != nil {
+		s.tourReg = o.Ledger
+	}
 	s.replicaReads = o.Config.Redis.ReplicaReads && o.Backend.HasReplica()
 	s.serveStale = o.CacheServeStale
 	s.writes = redisWrites{s}

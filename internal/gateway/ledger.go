@@ -39,6 +39,8 @@ type Ledger interface {
 	Outbox(ctx context.Context, family, period string) ([]ledger.Award, error)
 	QueueMoves(ctx context.Context, family, period string, members []string, payloads [][]byte) error
 	Ping(ctx context.Context) error
+	// The tournament registry of ledger mode (tournaments.go).
+	TournamentRegistry
 	// A member's data rights (erasure.go).
 	MemberBoards(ctx context.Context, member string) ([]ledger.MemberBoard, error)
 	EraseMember(ctx context.Context, member string) (ledger.Erased, error)
@@ -133,8 +135,13 @@ func newLedgerWrites(s *Service, linger time.Duration, maxEvents int) *ledgerWri
 // group of the gateway, of any family, until it ends or groupTimeout.
 const commitGroups = 1
 
-func (w *ledgerWrites) apply(ctx context.Context, plans []plan, _ map[string]map[string]int, now time.Time) ([]BatchItem, error) {
+func (w *ledgerWrites) apply(ctx context.Context, plans []plan, shards map[string]map[string]int, now time.Time) ([]BatchItem, error) {
+	holds, held, err := w.hold(ctx, plans, shards)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]BatchItem, len(plans))
+	defer w.giveBack(ctx, holds, held, out)
 	var run []*plan
 	var at []int
 	flush := func() {
@@ -161,6 +168,75 @@ func (w *ledgerWrites) apply(ctx context.Context, plans []plan, _ map[string]map
 	}
 	flush()
 	return out, nil
+}
+
+// hold runs the tournament checks of a batch's gated events before the
+// ledger commits them, in one pipeline: on the member's board shard,
+// gate.lua refuses a member who has not joined (when joins are required) or
+// has used max_attempts, and otherwise lets the event take an attempt, held
+// under its event id so that a retried event never takes a second one. A
+// refused plan gets its error. It answers the holds that admitted their
+// plan (held[k]: the plan's index) for giveBack.
+func (w *ledgerWrites) hold(ctx context.Context, plans []plan, shards map[string]map[string]int) ([]store.Hold, []int, error) {
+	s := w.s
+	var holds []store.Hold
+	var held []int
+	for i := range plans {
+		p := &plans[i]
+		if p.err != nil || p.fam.tour == nil || p.ev.Reverses != "" || p.correction {
+			continue
+		}
+		b := p.boards[0] // a tournament has one board: national
+		n := shards[p.famPeriod()][b.DimType]
+		g := tourGate(p.fam, s.layout.ZKey(b, shard.Of(p.ev.User, n), n))
+		if g == nil {
+			continue
+		}
+		holds, held = append(holds, store.Hold{Gate: *g, EventID: p.ev.EventID, Member: p.ev.User}), append(held, i)
+	}
+	if len(holds) == 0 {
+		return nil, nil, nil
+	}
+	sts, err := s.tourBE.HoldAttempts(ctx, holds)
+	if err != nil {
+		return nil, nil, writeUnavailable(err, "checking the tournament's joins and attempts")
+	}
+	k := 0
+	for j, st := range sts {
+		p := &plans[held[j]]
+		switch st {
+		case store.HoldNotJoined:
+			p.err = notJoined(p)
+		case store.HoldExhausted:
+			p.err = attemptsExhausted(p)
+		default:
+			holds[k], held[k] = holds[j], held[j]
+			k++
+		}
+	}
+	return holds[:k], held[:k], nil
+}
+
+// giveBack returns the attempts of admitted events the ledger refused for
+// good (out of range, closed and kept for review): only an accepted event is
+// an attempt. An event that failed for a transient reason keeps its attempt
+// for its retry. Best effort, logged: a lost give-back costs the member one
+// attempt, never grants one more.
+func (w *ledgerWrites) giveBack(ctx context.Context, holds []store.Hold, held []int, out []BatchItem) {
+	var gives []store.Hold
+	for k, i := range held {
+		if err := out[i].Err; err != nil && rank.CodeOf(err) != rank.CodeUnavailable && rank.CodeOf(err) != rank.CodeInternal {
+			h := holds[k]
+			h.Give = true
+			gives = append(gives, h)
+		}
+	}
+	if len(gives) == 0 {
+		return
+	}
+	if _, err := w.s.tourBE.HoldAttempts(context.WithoutCancel(ctx), gives); err != nil {
+		w.s.log.Warn("giving back the attempts of refused tournament events failed", "events", len(gives), "err", err)
+	}
 }
 
 // ledgerEvent is the ledger's form of a planned event.

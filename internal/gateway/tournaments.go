@@ -17,33 +17,73 @@ import (
 	"github.com/rankgate/rankgate/internal/store"
 )
 
-// Tournaments: families created at run time. The registry lives
-// in Redis (a hash of definitions, a zset of the active ones and a version
-// counter under the tag {tournaments}); every gateway keeps a copy and checks
-// the version at most tourPoll after its last check when it resolves a
-// family that is not configured, so a tournament created through one gateway
-// is known to every gateway within tourPoll (+ one round trip). Should Redis
-// not answer, a copy younger than tourStale still serves.
+// Tournaments: families created at run time. The registry lives in Redis
+// in Redis-only mode (a hash of definitions, a zset of the active ones and a
+// version counter under the tag {tournaments}) and in the ledger's table
+// tournaments in ledger mode; every gateway keeps a copy and checks the
+// version at most tourPoll after its last check when it resolves a family
+// that is not configured, so a tournament created through one gateway is
+// known to every gateway within tourPoll (+ one round trip). Should the
+// registry not answer, a copy younger than tourStale still serves.
 //
 // A tournament's board is a family board like any other; its joins and
 // attempts live in hashes beside each board shard (shard.JoinsKey,
-// AttemptsKey): the national board's shard 0 holds every seat, so a join is
-// one script against the size bound; a gated write checks the join and the
-// attempts in its own shard's slot, in the write's own script.
+// AttemptsKey), in both modes: the national board's shard 0 holds every
+// seat, so a join is one script against the size bound; a gated write checks
+// the join and the attempts in its own shard's slot — in the write's own
+// script in Redis-only mode, in one script before the ledger commit in
+// ledger mode (ledgerWrites.hold).
 const (
 	tourPoll  = 200 * time.Millisecond
 	tourStale = 2 * time.Second
 )
 
-// TournamentBackend carries the tournament registry and joins.
+// TournamentBackend carries the joins and attempts, and the registry of
+// Redis-only mode.
 type TournamentBackend interface {
 	Join(ctx context.Context, seats, meta string, members []string, maxSize, nowMs int64) ([]store.JoinResult, error)
 	MarkJoined(ctx context.Context, joins, member string, nowMs int64) error
 	JoinSize(ctx context.Context, seats string) (int64, error)
+	HoldAttempts(ctx context.Context, hs []store.Hold) ([]string, error)
 	CreateTournament(ctx context.Context, k shard.TournamentKeys, id string, def []byte, activeUntil *int64, nowMs int64, maxActive int) (string, int64, error)
 	CancelTournament(ctx context.Context, k shard.TournamentKeys, id string, def []byte) (string, int64, error)
 	Tournaments(ctx context.Context, k shard.TournamentKeys) (map[string]string, int64, error)
 	TournamentVersion(ctx context.Context, k shard.TournamentKeys) (int64, error)
+}
+
+// TournamentRegistry keeps the tournaments' definitions (answers:
+// competition.Registry*): Redis in Redis-only mode (redisRegistry), the
+// ledger in ledger mode (*ledger.Ledger).
+type TournamentRegistry interface {
+	CreateTournament(ctx context.Context, id string, def []byte, activeUntil *int64, nowMs int64, maxActive int) (string, int64, error)
+	CancelTournament(ctx context.Context, id string, def []byte) (string, int64, error)
+	Tournaments(ctx context.Context) (map[string]string, int64, error)
+	TournamentVersion(ctx context.Context) (int64, error)
+}
+
+// redisRegistry is the registry of Redis-only mode: the backend's, under
+// the registry's keys.
+type redisRegistry struct {
+	be TournamentBackend
+	k  shard.TournamentKeys
+}
+
+var _ TournamentRegistry = redisRegistry{}
+
+func (r redisRegistry) CreateTournament(ctx context.Context, id string, def []byte, activeUntil *int64, nowMs int64, maxActive int) (string, int64, error) {
+	return r.be.CreateTournament(ctx, r.k, id, def, activeUntil, nowMs, maxActive)
+}
+
+func (r redisRegistry) CancelTournament(ctx context.Context, id string, def []byte) (string, int64, error) {
+	return r.be.CancelTournament(ctx, r.k, id, def)
+}
+
+func (r redisRegistry) Tournaments(ctx context.Context) (map[string]string, int64, error) {
+	return r.be.Tournaments(ctx, r.k)
+}
+
+func (r redisRegistry) TournamentVersion(ctx context.Context) (int64, error) {
+	return r.be.TournamentVersion(ctx, r.k)
 }
 
 // tourCache is a gateway's copy of the registry, like banCache: an immutable
@@ -70,9 +110,6 @@ func (s *Service) tournamentsOn() error {
 	if !s.cfg.Tournaments.Enabled {
 		return rank.Errorf(rank.CodeNotFound, "tournaments are turned off (tournaments.enabled: false)")
 	}
-	if s.ledger != nil {
-		return rank.Errorf(rank.CodeNotFound, "tournaments run in Redis-only mode; this gateway runs in ledger mode")
-	}
 	return nil
 }
 
@@ -93,11 +130,10 @@ func (s *Service) tournamentSnapshot(ctx context.Context, force bool) (*tourSnap
 	if cur == nil {
 		cur = &tourSnapshot{fams: map[string]*family{}, raw: map[string]string{}}
 	}
-	k := s.layout.Tournaments()
-	v, err := s.tourBE.TournamentVersion(ctx, k)
+	v, err := s.tourReg.TournamentVersion(ctx)
 	if err == nil && (v != cur.version || cur.checked.IsZero()) {
 		var all map[string]string
-		if all, v, err = s.tourBE.Tournaments(ctx, k); err == nil {
+		if all, v, err = s.tourReg.Tournaments(ctx); err == nil {
 			next := &tourSnapshot{version: v, fams: make(map[string]*family, len(all)), raw: all}
 			for id, js := range all {
 				if old, ok := cur.fams[id]; ok && cur.raw[id] == js {
@@ -207,16 +243,16 @@ func (s *Service) CreateTournament(ctx context.Context, t competition.Tournament
 		ms := end.UnixMilli()
 		until = &ms
 	}
-	st, n, err := s.tourBE.CreateTournament(ctx, s.layout.Tournaments(), t.ID, def, until, now.UnixMilli(), s.cfg.Tournaments.MaxActive)
+	st, n, err := s.tourReg.CreateTournament(ctx, t.ID, def, until, now.UnixMilli(), s.cfg.Tournaments.MaxActive)
 	if err != nil {
 		return TournamentInfo{}, writeUnavailable(err, "storing tournament %s", t.ID)
 	}
 	switch st {
-	case store.RegistryCreated:
-	case store.RegistryExists:
+	case competition.RegistryCreated:
+	case competition.RegistryExists:
 		return TournamentInfo{}, &rank.Error{Code: rank.CodeAlreadyExists, Field: "id",
 			Message: "a tournament with id " + strconv.Quote(t.ID) + " exists already (ids are never reused)"}
-	case store.RegistryLimit:
+	case competition.RegistryLimit:
 		return TournamentInfo{}, &rank.Error{Code: rank.CodeOutOfRange, Field: "id",
 			Message: strconv.FormatInt(n, 10) + " tournaments are active, the bound of tournaments.max_active; cancel one or wait for one to end"}
 	default:
@@ -382,11 +418,11 @@ func (s *Service) CancelTournament(ctx context.Context, id string) (TournamentIn
 		if err != nil {
 			return TournamentInfo{}, err
 		}
-		st, _, err := s.tourBE.CancelTournament(ctx, s.layout.Tournaments(), id, def)
+		st, _, err := s.tourReg.CancelTournament(ctx, id, def)
 		if err != nil {
 			return TournamentInfo{}, writeUnavailable(err, "cancelling tournament %s", id)
 		}
-		if st != store.RegistryCancelled {
+		if st != competition.RegistryCancelled {
 			return TournamentInfo{}, rank.Errorf(rank.CodeUnknownTournament, "unknown tournament %q", id)
 		}
 		s.log.Info("tournament cancelled", "tournament", id)
@@ -536,4 +572,16 @@ func tourClosed(f *family, at time.Time) string {
 		return "tournament " + t.ID + " ended at " + t.End.UTC().Format(time.RFC3339)
 	}
 	return ""
+}
+
+// notJoined refuses a gated event of a member who has not joined.
+func notJoined(p *plan) error {
+	return rank.Errorf(rank.CodeNotJoined, "member %s has not joined tournament %s (POST /v1/tournaments/%s/join)",
+		p.ev.User, p.fam.cfg.Name, p.fam.cfg.Name)
+}
+
+// attemptsExhausted refuses a gated event of a member who used every attempt.
+func attemptsExhausted(p *plan) error {
+	return rank.Errorf(rank.CodeAttemptsExhausted, "member %s has used all %d attempts in period %s of tournament %s",
+		p.ev.User, *p.fam.tour.MaxAttempts, p.period.ID, p.fam.cfg.Name)
 }

@@ -476,7 +476,7 @@ func (s *Service) recordLate(ctx context.Context, plans []plan, now time.Time) {
 // eventOutcome turns one event's board results into its answer.
 func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteResult, now time.Time) (EventResult, error) {
 	res := EventResult{EventID: p.ev.EventID, Period: p.period.ID, Duplicate: true, Boards: make([]BoardPoints, len(rs))}
-	var closed, unknown, reversed, notReversible, outOfRange, notJoined, exhausted int
+	var closed, unknown, reversed, notReversible, outOfRange, notJoinedN, exhausted int
 	var firstErr error
 	improvedAny, sawImprove := false, false
 	for j, r := range rs {
@@ -515,7 +515,7 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 		case store.StatusRange:
 			outOfRange++
 		case store.StatusNotJoined:
-			notJoined++
+			notJoinedN++
 		case store.StatusExhausted:
 			exhausted++
 		}
@@ -534,12 +534,10 @@ func (s *Service) eventOutcome(ctx context.Context, p *plan, rs []store.WriteRes
 			return EventResult{}, kept[0].err
 		}
 		return EventResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of %s is frozen; the event is kept for review", p.period.ID, p.fam.cfg.Name)
-	case notJoined > 0:
-		return EventResult{}, rank.Errorf(rank.CodeNotJoined, "member %s has not joined tournament %s (POST /v1/tournaments/%s/join)",
-			p.ev.User, p.fam.cfg.Name, p.fam.cfg.Name)
+	case notJoinedN > 0:
+		return EventResult{}, notJoined(p)
 	case exhausted > 0:
-		return EventResult{}, rank.Errorf(rank.CodeAttemptsExhausted, "member %s has used all %d attempts in period %s of tournament %s",
-			p.ev.User, *p.fam.tour.MaxAttempts, p.period.ID, p.fam.cfg.Name)
+		return EventResult{}, attemptsExhausted(p)
 	case outOfRange > 0:
 		return EventResult{}, &rank.Error{Code: rank.CodeOutOfRange, Field: "delta",
 			Message: "points would leave ±max_points (" + strconv.FormatInt(p.fam.enc.MaxPoints, 10) + ") on " + strconv.Itoa(outOfRange) + " board(s)"}

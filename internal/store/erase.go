@@ -43,31 +43,13 @@ func (s *Store) EraseMember(ctx context.Context, es []Erase) []EraseResult {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	out := make([]EraseResult, len(es))
-	cmds := make([]*redis.Cmd, len(es))
-	args := make([][]any, len(es))
-	keys := make([][]string, len(es))
-	pipe := s.rw.Pipeline()
-	for i, e := range es {
-		keys[i], args[i] = EraseKeys(e), []any{e.Member}
-		if e.FeedLen > 0 {
-			args[i] = append(args[i], "~feed", e.FeedLen)
+	cmds := s.evalPipelined(ctx, len(es), func(i int) (*redis.Script, []string, []any) {
+		args := []any{es[i].Member}
+		if es[i].FeedLen > 0 {
+			args = append(args, "~feed", es[i].FeedLen)
 		}
-		cmds[i] = eraseScript.EvalSha(ctx, pipe, keys[i], args[i]...)
-	}
-	_, _ = pipe.Exec(ctx)
-	var rerun redis.Pipeliner
-	for i := range es {
-		if isNoScript(cmds[i].Err()) {
-			s.m.noscript.Inc()
-			if rerun == nil {
-				rerun = s.rw.Pipeline()
-			}
-			cmds[i] = eraseScript.Eval(ctx, rerun, keys[i], args[i]...)
-		}
-	}
-	if rerun != nil {
-		_, _ = rerun.Exec(ctx)
-	}
+		return eraseScript, EraseKeys(es[i]), args
+	})
 	for i, cmd := range cmds {
 		if err := cmd.Err(); err != nil {
 			s.m.scriptErrors.WithLabelValues("erase").Inc()

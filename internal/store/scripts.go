@@ -61,6 +61,7 @@ var (
 	gatedColumnsScript = gatedScript("columns.lua")
 	joinScript         = script("#!lua", "join.lua")
 	tournamentScript   = script("#!lua", "tournament.lua")
+	gateScript         = script("#!lua", "gate.lua") // ledger mode: checks before the commit
 	rateScript         = script("#!lua", "rate.lua")
 	eraseScript        = script("#!lua", "erase.lua")
 	placeScript        = script("#!lua", "place.lua") // leagues: a member's cohort
@@ -74,6 +75,7 @@ func Scripts() map[string]*redis.Script {
 		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
 		"unban": unbanScript, "derive": deriveScript, "rate": rateScript,
 		"gated_apply": gatedApplyScript, "gated_columns": gatedColumnsScript, "join": joinScript, "tournament": tournamentScript,
+		"gate":  gateScript,
 		"erase": eraseScript,
 		"place": placeScript,
 	}

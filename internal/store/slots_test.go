@@ -347,6 +347,9 @@ func TestScriptsDeclareKeysAndFlags(t *testing.T) {
 			[]string{ka.Z, ka.Ev, ka.M, ka.Meta, ka.Cols, ka.Md, shard.JoinsKey(ka.Z), shard.AttemptsKey(kb.Z)},
 			[]any{"apply", "e1", "u1", "sum", 5, 0, 0, 1000, 1, "r1", "0", "", "", 1, "sum", 3, 9, 1, "e1", "u1", "1", 3, "~gate"}},
 		{"join", false, []string{shard.JoinsKey(ka.Z), ka.Meta}, []string{shard.JoinsKey(ka.Z), kb.Meta}, []any{"u1", 10, 1000}},
+		// Ledger mode: the checks before the commit, on the same two hashes.
+		{"gate", false, []string{shard.JoinsKey(ka.Z), shard.AttemptsKey(ka.Z)}, []string{shard.JoinsKey(ka.Z), shard.AttemptsKey(kb.Z)},
+			[]any{"take", "e1", "u1", "1", 3}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

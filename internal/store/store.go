@@ -552,25 +552,9 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 	}
 	out := make([]WriteResult, len(ws))
 	calls := scriptCalls(ws)
-	cmds := make([]*redis.Cmd, len(calls))
-	pipe := s.rw.Pipeline()
-	for i, c := range calls {
-		cmds[i] = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
-	}
-	_, _ = pipe.Exec(ctx) // per-command errors are read below
-	var rerun redis.Pipeliner
-	for i, c := range calls {
-		if isNoScript(cmds[i].Err()) {
-			s.m.noscript.Inc()
-			if rerun == nil {
-				rerun = s.rw.Pipeline()
-			}
-			cmds[i] = c.sc.Eval(ctx, rerun, c.keys, c.args...)
-		}
-	}
-	if rerun != nil {
-		_, _ = rerun.Exec(ctx)
-	}
+	cmds := s.evalPipelined(ctx, len(calls), func(i int) (*redis.Script, []string, []any) {
+		return calls[i].sc, calls[i].keys, calls[i].args
+	})
 	for i, c := range calls {
 		cmd := cmds[i]
 		if err := cmd.Err(); err != nil {
@@ -721,6 +705,35 @@ func scriptCalls(ws []Write) []scriptCall {
 		}
 	}
 	return calls
+}
+
+// evalPipelined runs n script calls (call(i) names the i-th) in one
+// pipelined round trip (one per node); a call whose EVALSHA met NOSCRIPT (a
+// restarted or promoted node, go-redis #3228) is re-run with EVAL in a second
+// pipeline. Each command carries its own error.
+func (s *Store) evalPipelined(ctx context.Context, n int, call func(i int) (*redis.Script, []string, []any)) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, n)
+	pipe := s.rw.Pipeline()
+	for i := range n {
+		sc, keys, args := call(i)
+		cmds[i] = sc.EvalSha(ctx, pipe, keys, args...)
+	}
+	_, _ = pipe.Exec(ctx) // per-command errors are read by the caller
+	var rerun redis.Pipeliner
+	for i := range n {
+		if isNoScript(cmds[i].Err()) {
+			s.m.noscript.Inc()
+			if rerun == nil {
+				rerun = s.rw.Pipeline()
+			}
+			sc, keys, args := call(i)
+			cmds[i] = sc.Eval(ctx, rerun, keys, args...)
+		}
+	}
+	if rerun != nil {
+		_, _ = rerun.Exec(ctx)
+	}
+	return cmds
 }
 
 func isNoScript(err error) bool {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rankgate/rankgate/internal/shard"
 )
 
@@ -84,19 +86,11 @@ func (s *Store) JoinSize(ctx context.Context, seats string) (int64, error) {
 	return n, nil
 }
 
-// Registry statuses of tournament.lua.
-const (
-	RegistryCreated   = "created"
-	RegistryExists    = "exists"
-	RegistryLimit     = "limit"
-	RegistryCancelled = "cancelled"
-	RegistryUnknown   = "unknown"
-)
-
 // CreateTournament stores a new tournament (def: its JSON) when its id is
 // free and fewer than maxActive tournaments are active at nowMs; activeUntil
 // is when it stops counting (unix ms; nil: never). It answers the status
-// and, when created, the registry's new version (limit: the active count).
+// (competition.Registry*) and, when created, the registry's new version
+// (limit: the active count).
 func (s *Store) CreateTournament(ctx context.Context, k shard.TournamentKeys, id string, def []byte, activeUntil *int64, nowMs int64, maxActive int) (string, int64, error) {
 	until := "+inf"
 	if activeUntil != nil {
@@ -137,4 +131,55 @@ func (s *Store) Tournaments(ctx context.Context, k shard.TournamentKeys) (map[st
 // tournament): what every gateway polls to learn that its copy is stale.
 func (s *Store) TournamentVersion(ctx context.Context, k shard.TournamentKeys) (int64, error) {
 	return s.version(ctx, k.Version, "tournament", "the tournaments")
+}
+
+// Hold is one ledger-mode event's tournament check on the member's board
+// shard (gate.lua), run before the ledger commits the event.
+type Hold struct {
+	Gate    Gate
+	EventID string
+	Member  string
+	// Give gives back the attempt the event holds (the ledger refused it).
+	Give bool
+}
+
+// Hold answers of gate.lua.
+const (
+	HoldOK        = "ok"        // may commit (an attempt taken when bounded)
+	HoldHeld      = "held"      // a retry of an event that holds an attempt
+	HoldNotJoined = "notjoined" // joins required, none
+	HoldExhausted = "exhausted" // max attempts used
+	HoldGiven     = "given"     // give: the attempt went back
+	HoldNone      = "none"      // give: the event held none
+)
+
+// HoldAttempts runs the holds in one pipelined round trip (one per node) and
+// answers each one's status; an event id holds at most one attempt however
+// often it is retried.
+func (s *Store) HoldAttempts(ctx context.Context, hs []Hold) ([]string, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	cmds := s.evalPipelined(ctx, len(hs), func(i int) (*redis.Script, []string, []any) {
+		h := hs[i]
+		op := "take"
+		if h.Give {
+			op = "give"
+		}
+		return gateScript, []string{h.Gate.Joins, h.Gate.Attempts}, []any{op, h.EventID, h.Member, flag(h.Gate.JoinRequired), h.Gate.MaxAttempts}
+	})
+	out := make([]string, len(hs))
+	for i, cmd := range cmds {
+		st, err := cmd.Text()
+		if err != nil {
+			s.m.scriptErrors.WithLabelValues("gate").Inc()
+			return nil, s.fail("gate", fmt.Errorf("tournament checks of event %s: %w", hs[i].EventID, err))
+		}
+		switch st {
+		case HoldOK, HoldHeld, HoldNotJoined, HoldExhausted, HoldGiven, HoldNone:
+			out[i] = st
+		default:
+			return nil, fmt.Errorf("gate: unexpected status %q", st)
+		}
+	}
+	return out, nil
 }
