@@ -42,7 +42,7 @@ const (
 // Redis-only mode.
 type TournamentBackend interface {
 	Join(ctx context.Context, seats, meta string, members []string, maxSize, nowMs int64) ([]store.JoinResult, error)
-	MarkJoined(ctx context.Context, joins, member string, nowMs int64) error
+	MarkJoined(ctx context.Context, marks []store.JoinMark, nowMs int64) error
 	JoinSize(ctx context.Context, seats string) (int64, error)
 	HoldAttempts(ctx context.Context, hs []store.Hold) ([]string, error)
 	CreateTournament(ctx context.Context, k shard.TournamentKeys, id string, def []byte, activeUntil *int64, nowMs int64, maxActive int) (string, int64, error)
@@ -490,7 +490,6 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 		return JoinResult{}, err
 	}
 	k := v.(joinKeys)
-	b, n := k.b, k.n
 	var maxSize int64
 	if t.MaxSize != nil {
 		maxSize = *t.MaxSize
@@ -505,20 +504,16 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 	case store.JoinClosed:
 		return JoinResult{}, rank.Errorf(rank.CodePeriodClosed, "period %s of tournament %s is closed", p.ID, id)
 	}
-	// On a board of several shards the member's own shard marks the join
-	// too (a retried join repairs a mark a failure left out).
-	if i := shard.Of(user, n); i != 0 {
-		if err := s.tourBE.MarkJoined(ctx, shard.JoinsKey(s.layout.ZKey(b, i, n)), user, now.UnixMilli()); err != nil {
-			return JoinResult{}, writeUnavailable(err, "joining %s; retry the join", id)
-		}
-	}
 	return JoinResult{Joined: r.Status == store.JoinJoined, Size: r.Size, Period: p.ID}, nil
 }
 
 // joinMembers seats members (a batch of concurrent joins, joinBatcher) on
 // the tournament period of k: each member's board index learns the seats
 // shard and the member's own shard first (one pipeline for the batch), so an
-// erasure finds a join even without an event; then one join script call.
+// erasure finds a join even without an event; then one join script call;
+// then, on a board of several shards, every member in (new or not: a
+// retried join repairs a mark a failure left out) is marked joined on their
+// own shard, where their gated writes check it (one pipeline).
 func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
 	idx := make(map[string][]string, len(members))
 	seat := s.layout.ZKey(k.b, 0, k.n)
@@ -532,7 +527,20 @@ func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string,
 	if err := s.eraseBE.IndexMemberBoards(ctx, idx); err != nil {
 		return nil, err
 	}
-	return s.tourBE.Join(ctx, k.seats, k.meta, members, maxSize, nowMs)
+	rs, err := s.tourBE.Join(ctx, k.seats, k.meta, members, maxSize, nowMs)
+	if err != nil {
+		return nil, err
+	}
+	var marks []store.JoinMark
+	for i, m := range members {
+		if j := shard.Of(m, k.n); j != 0 && (rs[i].Status == store.JoinJoined || rs[i].Status == store.JoinIn) {
+			marks = append(marks, store.JoinMark{Joins: shard.JoinsKey(s.layout.ZKey(k.b, j, k.n)), Member: m})
+		}
+	}
+	if err := s.tourBE.MarkJoined(ctx, marks, nowMs); err != nil {
+		return nil, err // a retried join answers "in" and marks again
+	}
+	return rs, nil
 }
 
 // joinKeys are what a join of one tournament period needs besides the

@@ -28,13 +28,13 @@ func BenchmarkTournamentJoinStorm(b *testing.B) {
 	ctx := ctxT(b, 5*time.Minute)
 	const n, size = 1000, 100
 	it := 0
-	storm := func(b *testing.B, call func(tr competition.Tournament, i int) error) {
+	storm := func(b *testing.B, shards int, call func(tr competition.Tournament, i int) error) {
 		var lat []time.Duration
 		for b.Loop() {
 			b.StopTimer()
 			tr := running(fmt.Sprintf("storm%d", it), time.Now())
 			it++
-			tr.MaxSize, tr.JoinRequired = ptr(int64(size)), true
+			tr.MaxSize, tr.JoinRequired, tr.Shards = ptr(int64(size)), true, ptr(shards)
 			mustCreate(b, svc, tr)
 			start := make(chan struct{})
 			var wg sync.WaitGroup
@@ -65,9 +65,9 @@ func BenchmarkTournamentJoinStorm(b *testing.B) {
 		b.ReportMetric(q(0.5), "p50-ms")
 		b.ReportMetric(q(0.99), "p99-ms")
 	}
-	b.Run("join", func(b *testing.B) {
+	join := func(b *testing.B, shards int) {
 		var in, full atomic.Int64
-		storm(b, func(tr competition.Tournament, i int) error {
+		storm(b, shards, func(tr competition.Tournament, i int) error {
 			r, err := svc.Join(ctx, tr.ID, fmt.Sprintf("u%d", i))
 			switch {
 			case err == nil && r.Joined:
@@ -82,9 +82,13 @@ func BenchmarkTournamentJoinStorm(b *testing.B) {
 		if in.Load() != int64(size*b.N) || full.Load() != int64((n-size)*b.N) {
 			b.Fatalf("%d in, %d full over %d storms; want %d and %d each", in.Load(), full.Load(), b.N, size, n-size)
 		}
-	})
+	}
+	// One shard: every seat and mark in the seats shard; 16: a joined
+	// member is marked on their own shard too.
+	b.Run("join", func(b *testing.B) { join(b, 1) })
+	b.Run("join_16_shards", func(b *testing.B) { join(b, 16) })
 	b.Run("one_command_yardstick", func(b *testing.B) {
-		storm(b, func(tr competition.Tournament, i int) error {
+		storm(b, 1, func(tr competition.Tournament, i int) error {
 			_, err := svc.tourBE.JoinSize(ctx, "{"+tr.ID+"}:x")
 			return err
 		})

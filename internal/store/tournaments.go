@@ -62,14 +62,27 @@ func (s *Store) Join(ctx context.Context, seats, meta string, members []string, 
 	return out, nil
 }
 
-// MarkJoined records a joined member in the joins hash of its own board
-// shard (boards of several shards: the gated write checks the join in its
-// slot). Idempotent.
-func (s *Store) MarkJoined(ctx context.Context, joins, member string, nowMs int64) error {
+// JoinMark is a joined member and the joins hash of the member's own board
+// shard.
+type JoinMark struct {
+	Joins, Member string
+}
+
+// MarkJoined records joined members in the joins hashes of their own board
+// shards (boards of several shards: the gated write checks the join in its
+// slot), in one pipelined round trip (one per node). Idempotent.
+func (s *Store) MarkJoined(ctx context.Context, marks []JoinMark, nowMs int64) error {
+	if len(marks) == 0 {
+		return nil
+	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	if err := s.rw.HSetNX(ctx, joins, member, nowMs).Err(); err != nil {
-		return s.fail("join", fmt.Errorf("marking %s joined: %w", member, err))
+	pipe := s.rw.Pipeline()
+	for _, m := range marks {
+		pipe.HSetNX(ctx, m.Joins, m.Member, nowMs)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return s.fail("join", fmt.Errorf("marking %d members joined: %w", len(marks), err))
 	}
 	return nil
 }
