@@ -39,8 +39,10 @@ type Ledger interface {
 	Outbox(ctx context.Context, family, period string) ([]ledger.Award, error)
 	QueueMoves(ctx context.Context, family, period string, members []string, payloads [][]byte) error
 	Ping(ctx context.Context) error
-	// The tournament registry of ledger mode (tournaments.go).
+	// The tournament registry and seats of ledger mode (tournaments.go).
 	TournamentRegistry
+	RecordJoins(ctx context.Context, tournament, period string, members []string) error
+	Seats(ctx context.Context, tournament, period string) ([]string, map[string]int64, error)
 	// A member's data rights (erasure.go).
 	MemberBoards(ctx context.Context, member string) ([]ledger.MemberBoard, error)
 	EraseMember(ctx context.Context, member string) (ledger.Erased, error)
@@ -136,12 +138,12 @@ func newLedgerWrites(s *Service, linger time.Duration, maxEvents int) *ledgerWri
 const commitGroups = 1
 
 func (w *ledgerWrites) apply(ctx context.Context, plans []plan, shards map[string]map[string]int, now time.Time) ([]BatchItem, error) {
-	holds, held, err := w.hold(ctx, plans, shards)
+	holds, held, sts, err := w.hold(ctx, plans, shards)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]BatchItem, len(plans))
-	defer w.giveBack(ctx, holds, held, out)
+	defer w.giveBack(ctx, holds, held, sts, out)
 	var run []*plan
 	var at []int
 	flush := func() {
@@ -176,11 +178,9 @@ func (w *ledgerWrites) apply(ctx context.Context, plans []plan, shards map[strin
 // has used max_attempts, and otherwise lets the event take an attempt, held
 // under its event id so that a retried event never takes a second one. A
 // refused plan gets its error. It answers the holds that admitted their
-// plan (held[k]: the plan's index) for giveBack.
-func (w *ledgerWrites) hold(ctx context.Context, plans []plan, shards map[string]map[string]int) ([]store.Hold, []int, error) {
+// plan (held[k]: the plan's index, sts[k]: gate.lua's answer) for giveBack.
+func (w *ledgerWrites) hold(ctx context.Context, plans []plan, shards map[string]map[string]int) (holds []store.Hold, held []int, sts []string, err error) {
 	s := w.s
-	var holds []store.Hold
-	var held []int
 	for i := range plans {
 		p := &plans[i]
 		if p.err != nil || p.fam.tour == nil || p.ev.Reverses != "" || p.correction {
@@ -195,11 +195,10 @@ func (w *ledgerWrites) hold(ctx context.Context, plans []plan, shards map[string
 		holds, held = append(holds, store.Hold{Gate: *g, EventID: p.ev.EventID, Member: p.ev.User}), append(held, i)
 	}
 	if len(holds) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	sts, err := s.tourBE.HoldAttempts(ctx, holds)
-	if err != nil {
-		return nil, nil, writeUnavailable(err, "checking the tournament's joins and attempts")
+	if sts, err = s.tourBE.HoldAttempts(ctx, holds); err != nil {
+		return nil, nil, nil, writeUnavailable(err, "checking the tournament's joins and attempts")
 	}
 	k := 0
 	for j, st := range sts {
@@ -210,22 +209,27 @@ func (w *ledgerWrites) hold(ctx context.Context, plans []plan, shards map[string
 		case store.HoldExhausted:
 			p.err = attemptsExhausted(p)
 		default:
-			holds[k], held[k] = holds[j], held[j]
+			holds[k], held[k], sts[k] = holds[j], held[j], st
 			k++
 		}
 	}
-	return holds[:k], held[:k], nil
+	return holds[:k], held[:k], sts[:k], nil
 }
 
 // giveBack returns the attempts of admitted events the ledger refused for
 // good (out of range, closed and kept for review): only an accepted event is
-// an attempt. An event that failed for a transient reason keeps its attempt
-// for its retry. Best effort, logged: a lost give-back costs the member one
-// attempt, never grants one more.
-func (w *ledgerWrites) giveBack(ctx context.Context, holds []store.Hold, held []int, out []BatchItem) {
+// an attempt. So does an event that took an attempt now although the ledger
+// had it already (a duplicate whose hold a rebuild did not restore: the
+// rebuild counted it from the ledger). An event that failed for a transient
+// reason keeps its attempt for its retry. Best effort, logged: a lost
+// give-back costs the member one attempt, never grants one more.
+func (w *ledgerWrites) giveBack(ctx context.Context, holds []store.Hold, held []int, sts []string, out []BatchItem) {
 	var gives []store.Hold
 	for k, i := range held {
-		if err := out[i].Err; err != nil && rank.CodeOf(err) != rank.CodeUnavailable && rank.CodeOf(err) != rank.CodeInternal {
+		err := out[i].Err
+		refused := err != nil && rank.CodeOf(err) != rank.CodeUnavailable && rank.CodeOf(err) != rank.CodeInternal
+		counted := err == nil && out[i].Result != nil && out[i].Result.Duplicate && sts[k] == store.HoldOK
+		if refused || counted {
 			h := holds[k]
 			h.Give = true
 			gives = append(gives, h)

@@ -226,6 +226,11 @@ func (s *Service) Rebuild(ctx context.Context, ref BoardRef) (RebuildReport, err
 		members += n
 		s.log.Info("rebuild: shard swapped in", "board", b.name(), "shard", i, "of", b.n, "members", n)
 	}
+	if f.tour != nil {
+		if err := s.restoreSeats(ctx, b); err != nil {
+			return RebuildReport{}, err
+		}
+	}
 	s.registerBoards(ctx, []plan{{fam: f, period: b.period, boards: []shard.Board{b.b}}})
 	return RebuildReport{Board: b.name(), Members: members, Shards: b.n, Took: time.Since(start)}, nil
 }

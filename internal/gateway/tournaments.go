@@ -45,6 +45,7 @@ type TournamentBackend interface {
 	MarkJoined(ctx context.Context, marks []store.JoinMark, nowMs int64) error
 	JoinSize(ctx context.Context, seats string) (int64, error)
 	HoldAttempts(ctx context.Context, hs []store.Hold) ([]string, error)
+	RestoreAttempts(ctx context.Context, cs []store.AttemptCount) error
 	CreateTournament(ctx context.Context, k shard.TournamentKeys, id string, def []byte, activeUntil *int64, nowMs int64, maxActive int) (string, int64, error)
 	CancelTournament(ctx context.Context, k shard.TournamentKeys, id string, def []byte) (string, int64, error)
 	Tournaments(ctx context.Context, k shard.TournamentKeys) (map[string]string, int64, error)
@@ -513,7 +514,8 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 // erasure finds a join even without an event; then one join script call;
 // then, on a board of several shards, every member in (new or not: a
 // retried join repairs a mark a failure left out) is marked joined on their
-// own shard, where their gated writes check it (one pipeline).
+// own shard, where their gated writes check it (one pipeline); in ledger
+// mode the ledger records the seats (one statement).
 func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
 	idx := make(map[string][]string, len(members))
 	seat := s.layout.ZKey(k.b, 0, k.n)
@@ -532,13 +534,24 @@ func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string,
 		return nil, err
 	}
 	var marks []store.JoinMark
+	var in []string
 	for i, m := range members {
-		if j := shard.Of(m, k.n); j != 0 && (rs[i].Status == store.JoinJoined || rs[i].Status == store.JoinIn) {
+		if rs[i].Status != store.JoinJoined && rs[i].Status != store.JoinIn {
+			continue
+		}
+		in = append(in, m)
+		if j := shard.Of(m, k.n); j != 0 {
 			marks = append(marks, store.JoinMark{Joins: shard.JoinsKey(s.layout.ZKey(k.b, j, k.n)), Member: m})
 		}
 	}
+	// A failure of either: a retried join answers "in" and does both again.
 	if err := s.tourBE.MarkJoined(ctx, marks, nowMs); err != nil {
-		return nil, err // a retried join answers "in" and marks again
+		return nil, err
+	}
+	if s.ledger != nil {
+		if err := s.ledger.RecordJoins(ctx, k.b.Family, k.b.Period, in); err != nil {
+			return nil, err
+		}
 	}
 	return rs, nil
 }
@@ -592,4 +605,38 @@ func notJoined(p *plan) error {
 func attemptsExhausted(p *plan) error {
 	return rank.Errorf(rank.CodeAttemptsExhausted, "member %s has used all %d attempts in period %s of tournament %s",
 		p.ev.User, *p.fam.tour.MaxAttempts, p.period.ID, p.fam.cfg.Name)
+}
+
+// restoreSeats gives a rebuilt tournament board what the ledger keeps of its
+// seats: every joined member in the seats hash and on their own shard, and,
+// with max_attempts, each member's attempt count (their award events) where
+// Redis has none. Marks and counts Redis still holds stay.
+func (s *Service) restoreSeats(ctx context.Context, b *board) error {
+	joined, attempts, err := s.ledger.Seats(ctx, b.fam.cfg.Name, b.period.ID)
+	if err != nil {
+		return ledgerErr(err)
+	}
+	zkey := func(m string) string { return s.layout.ZKey(b.b, shard.Of(m, b.n), b.n) }
+	seats := shard.JoinsKey(s.layout.ZKey(b.b, 0, b.n))
+	marks := make([]store.JoinMark, 0, 2*len(joined))
+	for _, m := range joined {
+		marks = append(marks, store.JoinMark{Joins: seats, Member: m})
+		if own := shard.JoinsKey(zkey(m)); own != seats {
+			marks = append(marks, store.JoinMark{Joins: own, Member: m})
+		}
+	}
+	var counts []store.AttemptCount
+	if b.fam.tour.MaxAttempts != nil {
+		for m, n := range attempts {
+			counts = append(counts, store.AttemptCount{Attempts: shard.AttemptsKey(zkey(m)), Member: m, N: n})
+		}
+	}
+	if err := s.tourBE.MarkJoined(ctx, marks, s.now().UnixMilli()); err != nil {
+		return rank.Unavailable(err, "restoring the seats of %s; retry (rebuild is idempotent)", b.name())
+	}
+	if err := s.tourBE.RestoreAttempts(ctx, counts); err != nil {
+		return rank.Unavailable(err, "restoring the attempts of %s; retry (rebuild is idempotent)", b.name())
+	}
+	s.log.Info("rebuild: seats restored", "board", b.name(), "joined", len(joined), "attempt_counts", len(counts))
+	return nil
 }

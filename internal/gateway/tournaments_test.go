@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rankgate/rankgate/api/wire"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/rankgate/rankgate/internal/competition"
 	"github.com/rankgate/rankgate/internal/ledger"
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/soon"
 	"github.com/rankgate/rankgate/internal/store"
 	"github.com/rankgate/rankgate/internal/testpg"
@@ -741,4 +743,93 @@ func TestTournamentLifecycleLedger(t *testing.T) {
 		t.Fatalf("awards %v; want %v", got, want)
 	}
 	wantTop(t, svc, nationalRef("final", id), []userPts{{"u1", 10}, {"u2", 9}, {"u3", 8}})
+}
+
+// TestTournamentLedgerRebuildRestoresSeats: in ledger mode the ledger keeps
+// the seats; after Redis lost a tournament board (its shards, seats, marks
+// and attempts), a rebuild restores the standings, every joined member (one
+// without an event too) and the attempts used, so the bounds hold as before.
+func TestTournamentLedgerRebuildRestoresSeats(t *testing.T) {
+	t.Parallel()
+	l := openTestLedger(t)
+	svc := newClusterServiceWith(t, tourFamilies, func(o *Options, _ *store.Store) { o.Ledger = l })
+	tr := running("kept", time.Now())
+	tr.JoinRequired, tr.MaxAttempts, tr.MaxSize, tr.Shards = true, ptr(int64(2)), ptr(int64(3)), ptr(4)
+	mustCreate(t, svc, tr)
+	ctx := ctxT(t, 30*time.Second)
+	for _, u := range []string{"u1", "u2", "u3"} {
+		if _, err := svc.Join(ctx, "kept", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustApplyEvent(t, svc, sumEv("a1", "kept", "u1", 5, nil))
+	mustApplyEvent(t, svc, sumEv("a2", "kept", "u1", 6, nil))
+	mustApplyEvent(t, svc, sumEv("b1", "kept", "u2", 4, nil))
+	ref := nationalRef("kept", "current")
+	b, err := svc.resolve(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Redis loses the board: every shard's keys, seats, marks and attempts.
+	var keys []string
+	for i := range b.n {
+		k := svc.layout.Keys(b.b, i, b.n)
+		keys = append(keys, k.Z, k.M, k.Ev, k.Meta, shard.JoinsKey(k.Z), shard.AttemptsKey(k.Z))
+	}
+	for _, k := range keys {
+		if err := st(svc).Primary().Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.Join(ctx, "kept", "u4"); err != nil {
+		t.Fatalf("a join on the lost board: %v (the seats are gone until the rebuild)", err)
+	}
+	if _, err := svc.Rebuild(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	wantTop(t, svc, ref, []userPts{{"u1", 11}, {"u2", 4}})
+	if info, err := svc.Tournament(ctx, "kept"); err != nil || info.Size != 4 {
+		t.Fatalf("size after the rebuild: %d, %v; want 4 (u1-u3 from the ledger, u4 since)", info.Size, err)
+	}
+	for _, c := range []struct {
+		id, user string
+		want     rank.Code
+	}{
+		{"a3", "u1", rank.CodeAttemptsExhausted}, // both attempts used before the loss
+		{"a1", "u1", rank.CodeAttemptsExhausted}, // a replay meets the bound first (its hold was lost)
+		{"b2", "u2", ""},                         // its second attempt
+		{"b3", "u2", rank.CodeAttemptsExhausted},
+		{"c1", "u3", ""}, // joined without an event: still joined
+		{"d1", "u5", rank.CodeNotJoined},
+	} {
+		if _, err := svc.ApplyEvent(ctx, sumEv(c.id, "kept", c.user, 1, nil)); rank.CodeOf(err) != c.want {
+			t.Fatalf("%s of %s after the rebuild: %v, want %q", c.id, c.user, err, c.want)
+		}
+	}
+	// A replay whose hold was lost gives back the attempt it took: c1 again
+	// after u3's count was reset to the ledger's (1).
+	if err := st(svc).Primary().Del(ctx, shard.AttemptsKey(svc.layout.ZKey(b.b, shard.Of("u3", b.n), b.n))).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Rebuild(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := svc.ApplyEvent(ctx, sumEv("c1", "kept", "u3", 1, nil)); err != nil || !res.Duplicate {
+		t.Fatalf("replay of c1: %+v, %v; want a duplicate", res, err)
+	}
+	if _, err := svc.ApplyEvent(ctx, sumEv("c2", "kept", "u3", 1, nil)); err != nil {
+		t.Fatalf("u3's second attempt after the replay: %v (the replay took none)", err)
+	}
+	if _, err := svc.ApplyEvent(ctx, sumEv("c3", "kept", "u3", 1, nil)); rank.CodeOf(err) != rank.CodeAttemptsExhausted {
+		t.Fatalf("u3's third: %v, want attempts_exhausted", err)
+	}
+	wantTop(t, svc, ref, []userPts{{"u1", 11}, {"u2", 5}, {"u3", 2}})
+	// An erasure takes the member's seat out of the ledger too.
+	if _, err := svc.EraseMember(ctx, "u3", eraser); err != nil {
+		t.Fatal(err)
+	}
+	if joined, attempts, err := l.Seats(ctx, "kept", b.period.ID); err != nil || slices.Contains(joined, "u3") || attempts["u3"] != 0 {
+		t.Fatalf("the ledger's seats after erasing u3: %v, %v, %v", joined, attempts, err)
+	}
+	wantTop(t, svc, ref, []userPts{{"u1", 11}, {"u2", 5}})
 }

@@ -39,17 +39,18 @@ func (l *Ledger) MemberBoards(ctx context.Context, member string) ([]MemberBoard
 
 // Erased counts the ledger rows an erasure deleted.
 type Erased struct {
-	Events, EventBoards, Totals, Standings, Awards, Reviews int64
+	Events, EventBoards, Totals, Standings, Awards, Reviews, Joins int64
 }
 
 // Rows is every row deleted.
 func (e Erased) Rows() int64 {
-	return e.Events + e.EventBoards + e.Totals + e.Standings + e.Awards + e.Reviews
+	return e.Events + e.EventBoards + e.Totals + e.Standings + e.Awards + e.Reviews + e.Joins
 }
 
 // EraseMember deletes every row of a member in one transaction: their
 // events (and what each did to its boards), totals, settled standings,
-// awards, and the late events kept for review that name them. Other members'
+// awards, tournament joins, and the late events kept for review that name
+// them. Other members'
 // rows stay as they are (standings keep their positions). A second call
 // deletes nothing.
 func (l *Ledger) EraseMember(ctx context.Context, member string) (Erased, error) {
@@ -70,6 +71,7 @@ func (l *Ledger) EraseMember(ctx context.Context, member string) (Erased, error)
 			{&out.Standings, `DELETE FROM standings WHERE member = $1`},
 			{&out.Awards, `DELETE FROM award_outbox WHERE member = $1`},
 			{&out.Reviews, `DELETE FROM reviews WHERE event->>'user' = $1`},
+			{&out.Joins, `DELETE FROM tournament_joins WHERE member = $1`},
 		}
 		for _, st := range steps {
 			tag, err := tx.Exec(ctx, st.sql, member)

@@ -123,3 +123,56 @@ func (l *Ledger) TournamentVersion(ctx context.Context) (int64, error) {
 	}
 	return v, nil
 }
+
+// RecordJoins records members' seats in a tournament period (the seats
+// join.lua gave them); a seat recorded before stays as it was.
+func (l *Ledger) RecordJoins(ctx context.Context, tournament, period string, members []string) error {
+	if len(members) == 0 {
+		return nil
+	}
+	err := l.withConn(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `INSERT INTO tournament_joins (tournament, period, member)
+			SELECT $1, $2, m FROM unnest($3::text[]) AS t(m) ON CONFLICT DO NOTHING`, tournament, period, members)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: recording %d joins of %s/%s: %w", len(members), tournament, period, err)
+	}
+	return nil
+}
+
+// Seats returns what a rebuild restores of a tournament period besides its
+// standings: the members who joined (by name) and each member's attempts —
+// their award events the ledger holds for the period.
+func (l *Ledger) Seats(ctx context.Context, tournament, period string) ([]string, map[string]int64, error) {
+	var joined []string
+	attempts := map[string]int64{}
+	err := l.withConn(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT member FROM tournament_joins WHERE tournament = $1 AND period = $2 ORDER BY member`, tournament, period)
+		if err != nil {
+			return err
+		}
+		if joined, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		rows, err = c.Query(ctx, `SELECT member, count(*) FROM events
+			WHERE family = $1 AND period = $2 AND kind = 'award' GROUP BY member`, tournament, period)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var m string
+			var n int64
+			if err := rows.Scan(&m, &n); err != nil {
+				return err
+			}
+			attempts[m] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("ledger: reading the seats of %s/%s: %w", tournament, period, err)
+	}
+	return joined, attempts, nil
+}

@@ -87,6 +87,33 @@ func (s *Store) MarkJoined(ctx context.Context, marks []JoinMark, nowMs int64) e
 	return nil
 }
 
+// AttemptCount is a member's count in the attempts hash of their board
+// shard.
+type AttemptCount struct {
+	Attempts, Member string
+	N                int64
+}
+
+// RestoreAttempts sets members' attempt counts where their attempts hash has
+// none (a rebuild from the ledger: a count Redis still holds includes the
+// attempts events hold before their commit, and stays), in one pipelined
+// round trip (one per node).
+func (s *Store) RestoreAttempts(ctx context.Context, cs []AttemptCount) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	pipe := s.rw.Pipeline()
+	for _, c := range cs {
+		pipe.HSetNX(ctx, c.Attempts, c.Member, c.N)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return s.fail("join", fmt.Errorf("setting the attempts of %d members: %w", len(cs), err))
+	}
+	return nil
+}
+
 // JoinSize returns how many seats a tournament period has taken (the
 // length of the seats hash).
 func (s *Store) JoinSize(ctx context.Context, seats string) (int64, error) {

@@ -562,7 +562,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Recompute a board from the ledger, swapped in per shard */
+        /**
+         * Recompute a board from the ledger, swapped in per shard
+         * @description Ledger mode. A tournament board also gets back the seats and attempt counts the ledger keeps, where Redis lost them.
+         */
         post: operations["rebuildBoard"];
         delete?: never;
         options?: never;
@@ -720,7 +723,7 @@ export interface paths {
         put?: never;
         /**
          * Create a tournament (a family created at run time)
-         * @description A tournament is a family whose boards, lifecycle and reads work as a configured family's, with its id as `{family}`. One-shot: `start` and `end` (one period, its id the start to the minute in UTC). Recurring: `reset` (5-field cron in `timezone`) and `duration`: a period opens at every fire and lasts `duration`; `start` (default now) and `end` (default none) bound the series. Every gateway knows it within 1 s. An id used by a family or another tournament (even a cancelled one): 409 `already_exists`; a bad rule: 400 `invalid_argument` naming the field; `tournaments.max_active` tournaments not ended and not cancelled already: 422 `out_of_range`. Redis-only mode; turned off (`tournaments.enabled: false`) or in ledger mode: 404 `not_found`.
+         * @description A tournament is a family whose boards, lifecycle and reads work as a configured family's, with its id as `{family}`. One-shot: `start` and `end` (one period, its id the start to the minute in UTC). Recurring: `reset` (5-field cron in `timezone`) and `duration`: a period opens at every fire and lasts `duration`; `start` (default now) and `end` (default none) bound the series. Every gateway knows it within 1 s. An id used by a family or another tournament (even a cancelled one): 409 `already_exists`; a bad rule: 400 `invalid_argument` naming the field; `tournaments.max_active` tournaments not ended and not cancelled already: 422 `out_of_range`. Kept in Redis, or in the ledger in ledger mode. Turned off (`tournaments.enabled: false`): 404 `not_found`.
          */
         post: operations["createTournament"];
         delete?: never;

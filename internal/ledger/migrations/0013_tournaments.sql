@@ -12,3 +12,14 @@ CREATE TABLE tournaments (
     version      bigint NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now());
 CREATE INDEX tournaments_version ON tournaments (version);
+
+-- The seats of ledger mode: who joined which tournament period. The seat
+-- bound is checked in Redis (join.lua); the ledger keeps the joins so that
+-- a rebuild restores them with the standings.
+CREATE TABLE tournament_joins (
+    tournament text COLLATE "C" NOT NULL,
+    period     text COLLATE "C" NOT NULL,
+    member     text COLLATE "C" NOT NULL,
+    joined_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tournament, period, member));
+CREATE INDEX tournament_joins_member ON tournament_joins (member);
