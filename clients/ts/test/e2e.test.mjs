@@ -373,36 +373,45 @@ describe("against a real gateway", { skip: why || false }, () => {
     await assert.rejects(c.listCohorts("learning"), (err) => err.status === 400 && err.code === "invalid_argument");
   });
 
+  // One tour of the tournament routes, against a gateway of either mode.
+  async function tournamentTour(rc, suffix) {
+    const tid = `cup${suffix}${run}`;
+    const start = new Date(Date.now() - 60_000).toISOString();
+    const end = new Date(Date.now() + 3_600_000).toISOString();
+    const created = await rc.createTournament({ id: tid, start, end, max_size: 2, max_attempts: 2, join_required: true });
+    assert.equal(created.id, tid);
+    await assert.rejects(rc.createTournament({ id: tid, start, end }), (err) => err.status === 409 && err.code === "already_exists");
+    assert.ok((await rc.listTournaments({ state: "active" })).tournaments.some((t) => t.id === tid));
+    assert.equal((await rc.getTournament(tid)).id, tid);
+    await assert.rejects(rc.getTournament(`no${run}`), (err) => err.status === 404 && err.code === "unknown_tournament");
+
+    const a = id(`ta${suffix}`), b = id(`tb${suffix}`), x = id(`tx${suffix}`);
+    assert.equal((await rc.joinTournament(tid, a)).joined, true);
+    assert.equal((await rc.joinTournament(tid, a)).joined, false, "a second join of a member already in");
+    assert.equal((await rc.joinTournament(tid, b)).joined, true);
+    await assert.rejects(rc.joinTournament(tid, x), (err) => err.status === 409 && err.code === "tournament_full");
+    await assert.rejects(rc.postEvent({ event_id: id("tx1"), family: tid, user: x, delta: 5 }), (err) => err.status === 409 && err.code === "not_joined");
+    await rc.postEvent({ event_id: id("ta1"), family: tid, user: a, delta: 5 });
+    await rc.postEvent({ event_id: id("tb1"), family: tid, user: b, delta: 7 });
+    await rc.postEvent({ event_id: id("tb2"), family: tid, user: b, delta: 1 });
+    await assert.rejects(rc.postEvent({ event_id: id("tb3"), family: tid, user: b, delta: 1 }), (err) => err.status === 409 && err.code === "attempts_exhausted");
+    const top = await rc.getTop({ family: tid, period: "current", dimension: "national" }, { limit: 10, consistency: "primary" });
+    assert.deepEqual(top.entries.map((e) => [e.user, e.points]), [[b, 8], [a, 5]]);
+
+    assert.equal((await rc.cancelTournament(tid)).id, tid);
+    assert.equal((await rc.cancelTournament(tid)).id, tid, "cancelling again answers the cancelled tournament");
+    assert.ok((await rc.listTournaments({ state: "cancelled" })).tournaments.some((t) => t.id === tid));
+  }
+
+  test("tournaments, on the ledger gateway: create, list, join, write, read, cancel", async () => {
+    await tournamentTour(c, "l");
+  });
+
   test("tournaments, on a Redis-only gateway: create, list, join, write, read, cancel", async () => {
     const rgw = await Gateway.start({ ledger: false });
     try {
       const rc = new RankgateClient({ baseUrl: rgw.url, token: ADMIN_TOKEN, onExchange: (e) => exchanges.push(e), retry: { baseMs: 20 } });
-      const tid = `cup${run}`;
-      const start = new Date(Date.now() - 60_000).toISOString();
-      const end = new Date(Date.now() + 3_600_000).toISOString();
-      const created = await rc.createTournament({ id: tid, start, end, max_size: 2, max_attempts: 2, join_required: true });
-      assert.equal(created.id, tid);
-      await assert.rejects(rc.createTournament({ id: tid, start, end }), (err) => err.status === 409 && err.code === "already_exists");
-      assert.ok((await rc.listTournaments({ state: "active" })).tournaments.some((t) => t.id === tid));
-      assert.equal((await rc.getTournament(tid)).id, tid);
-      await assert.rejects(rc.getTournament(`no${run}`), (err) => err.status === 404 && err.code === "unknown_tournament");
-
-      const a = id("ta"), b = id("tb"), x = id("tx");
-      assert.equal((await rc.joinTournament(tid, a)).joined, true);
-      assert.equal((await rc.joinTournament(tid, a)).joined, false, "a second join of a member already in");
-      assert.equal((await rc.joinTournament(tid, b)).joined, true);
-      await assert.rejects(rc.joinTournament(tid, x), (err) => err.status === 409 && err.code === "tournament_full");
-      await assert.rejects(rc.postEvent({ event_id: id("tx1"), family: tid, user: x, delta: 5 }), (err) => err.status === 409 && err.code === "not_joined");
-      await rc.postEvent({ event_id: id("ta1"), family: tid, user: a, delta: 5 });
-      await rc.postEvent({ event_id: id("tb1"), family: tid, user: b, delta: 7 });
-      await rc.postEvent({ event_id: id("tb2"), family: tid, user: b, delta: 1 });
-      await assert.rejects(rc.postEvent({ event_id: id("tb3"), family: tid, user: b, delta: 1 }), (err) => err.status === 409 && err.code === "attempts_exhausted");
-      const top = await rc.getTop({ family: tid, period: "current", dimension: "national" }, { limit: 10, consistency: "primary" });
-      assert.deepEqual(top.entries.map((e) => [e.user, e.points]), [[b, 8], [a, 5]]);
-
-      assert.equal((await rc.cancelTournament(tid)).id, tid);
-      assert.equal((await rc.cancelTournament(tid)).id, tid, "cancelling again answers the cancelled tournament");
-      assert.ok((await rc.listTournaments({ state: "cancelled" })).tournaments.some((t) => t.id === tid));
+      await tournamentTour(rc, "r");
     } finally {
       await rgw.close();
     }
