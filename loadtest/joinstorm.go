@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,11 +22,15 @@ import (
 // N players join at once. Each storm creates a fresh tournament (max size
 // -join-max-size, joins required), opens N connections, then releases N
 // concurrent POST /v1/tournaments/{id}/join together and records each
-// answer's latency. The yardstick, measured in the same run over the same
-// open connections before each storm: N concurrent GET /healthz — what N
-// concurrent HTTP round trips to this gateway cost on this machine at that
-// moment, with no Redis behind them. A storm fails the run unless exactly
-// max size joins got in and every other one was answered tournament_full.
+// answer's latency. Two yardsticks, measured in the same run before each
+// storm, each after a round that opens its connections: N concurrent
+// GET /healthz over the storm's own connections — what N concurrent HTTP
+// round trips to this gateway cost at that moment, with no Redis behind
+// them — and N concurrent GETs of a plain Go net/http handler that answers
+// "ok" and does nothing else, served by this process on loopback: what N
+// concurrent HTTP round trips cost on this machine at all. A storm fails the
+// run unless exactly max size joins got in and every other one was answered
+// tournament_full.
 
 // joinStormFlags are the flags of the join-storm scenario.
 type joinStormFlags struct {
@@ -52,6 +57,8 @@ type stormResult struct {
 	JoinMax    float64 `json:"join_max_ms"`
 	PlainP50   float64 `json:"healthz_p50_ms"`
 	PlainP99   float64 `json:"healthz_p99_ms"`
+	BareP50    float64 `json:"plain_handler_p50_ms"`
+	BareP99    float64 `json:"plain_handler_p99_ms"`
 }
 
 // joinStormReport is what the scenario writes to its results directory.
@@ -90,29 +97,38 @@ func runJoinStorm(ctx context.Context, base string, timeout time.Duration, j joi
 	if err != nil {
 		return err
 	}
+	bare, stop, err := startPlainHandler()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	y := yardsticks{hc: hc, base: base, bare: bare, bareHC: newHTTPClient(j.n, timeout)}
 	rep := joinStormReport{Tool: "rankgate-loadtest", Command: "loadtest " + strings.Join(os.Args[1:], " "),
 		Host: thisHost(), Gateway: base, N: j.n, MaxSize: j.maxSize, Started: time.Now().UTC()}
 	run := "js" + fmt.Sprint(time.Now().UnixMilli()%1e9)
 	fmt.Fprintf(stdout, "join storms: %d concurrent joins, max_size %d, %d storms against %s\n", j.n, j.maxSize, j.storms, base)
-	fmt.Fprintf(stdout, "%-22s %7s %5s %9s %9s %11s %11s %8s\n", "tournament", "joined", "full", "join p50", "join p99", "healthz p50", "healthz p99", "p99 ÷")
+	fmt.Fprintf(stdout, "%-22s %7s %5s %9s %9s %11s %11s %11s %11s\n", "tournament", "joined", "full", "join p50", "join p99",
+		"healthz p50", "healthz p99", "plain p50", "plain p99")
 	for i := range j.storms {
-		r, err := oneStorm(ctx, c, hc, base, fmt.Sprintf("%s-%d", run, i), j)
+		r, err := oneStorm(ctx, c, y, fmt.Sprintf("%s-%d", run, i), j)
 		if err != nil {
 			return err
 		}
 		rep.Storms = append(rep.Storms, r)
-		fmt.Fprintf(stdout, "%-22s %7d %5d %7.1fms %7.1fms %9.1fms %9.1fms %7.2f×\n", r.Tournament, r.Joined, r.Full,
-			r.JoinP50, r.JoinP99, r.PlainP50, r.PlainP99, r.JoinP99/max(r.PlainP99, 0.001))
+		fmt.Fprintf(stdout, "%-22s %7d %5d %7.1fms %7.1fms %9.1fms %9.1fms %9.1fms %9.1fms\n", r.Tournament, r.Joined, r.Full,
+			r.JoinP50, r.JoinP99, r.PlainP50, r.PlainP99, r.BareP50, r.BareP99)
 		fmt.Fprintf(stderr, "storm %d/%d done\n", i+1, j.storms)
 	}
-	var jp, pp []float64
+	var jp, pp, bp []float64
 	for _, r := range rep.Storms {
-		jp, pp = append(jp, r.JoinP99), append(pp, r.PlainP99)
+		jp, pp, bp = append(jp, r.JoinP99), append(pp, r.PlainP99), append(bp, r.BareP99)
 	}
-	slices.Sort(jp)
-	slices.Sort(pp)
-	fmt.Fprintf(stdout, "median over storms: join p99 %.1f ms, healthz p99 %.1f ms, join ÷ healthz (p99) %.2f×\n",
-		jp[len(jp)/2], pp[len(pp)/2], jp[len(jp)/2]/max(pp[len(pp)/2], 0.001))
+	for _, s := range [][]float64{jp, pp, bp} {
+		slices.Sort(s)
+	}
+	mid := len(jp) / 2
+	fmt.Fprintf(stdout, "median over storms (p99): join %.1f ms, healthz %.1f ms, plain handler %.1f ms; join ÷ healthz %.2f×, join ÷ plain handler %.2f×\n",
+		jp[mid], pp[mid], bp[mid], jp[mid]/max(pp[mid], 0.001), jp[mid]/max(bp[mid], 0.001))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -125,21 +141,32 @@ func runJoinStorm(ctx context.Context, base string, timeout time.Duration, j joi
 	return nil
 }
 
-// oneStorm runs the yardstick and one storm on a fresh tournament.
-func oneStorm(ctx context.Context, c *client.Client, hc *http.Client, base, id string, j joinStormFlags) (stormResult, error) {
-	size := int64(j.maxSize)
-	start, end := time.Now().Add(-time.Second), time.Now().Add(time.Hour)
-	if _, err := c.CreateTournament(ctx, client.Tournament{ID: id, Start: &start, End: &end, MaxSize: &size, JoinRequired: true}); err != nil {
-		return stormResult{}, fmt.Errorf("creating tournament %s: %w", id, err)
+// yardsticks are the join storm's two baselines: the gateway's /healthz over
+// the storm's connections, and a plain handler (bare) on its own.
+type yardsticks struct {
+	hc, bareHC *http.Client
+	base, bare string
+}
+
+// startPlainHandler serves a plain Go net/http handler on a loopback port
+// of this process: 200 "ok", nothing else.
+func startPlainHandler() (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_, _ = c.CancelTournament(cctx, id)
-	}()
-	// The yardstick also opens the N connections the storm reuses.
-	plain, err := together(j.n, func(int) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// getAll sends n concurrent GETs of url through hc (released together) and
+// returns their latencies.
+func getAll(ctx context.Context, hc *http.Client, url string, n int) ([]time.Duration, error) {
+	return together(n, func(int) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
@@ -150,12 +177,38 @@ func oneStorm(ctx context.Context, c *client.Client, hc *http.Client, base, id s
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET /healthz: %d", resp.StatusCode)
+			return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
 		}
 		return nil
 	})
-	if err != nil {
-		return stormResult{}, err
+}
+
+// oneStorm runs the yardsticks and one storm on a fresh tournament.
+func oneStorm(ctx context.Context, c *client.Client, y yardsticks, id string, j joinStormFlags) (stormResult, error) {
+	size := int64(j.maxSize)
+	start, end := time.Now().Add(-time.Second), time.Now().Add(time.Hour)
+	if _, err := c.CreateTournament(ctx, client.Tournament{ID: id, Start: &start, End: &end, MaxSize: &size, JoinRequired: true}); err != nil {
+		return stormResult{}, fmt.Errorf("creating tournament %s: %w", id, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = c.CancelTournament(cctx, id)
+	}()
+	// Each yardstick's first round opens (or checks) the N connections; the
+	// second is measured. The healthz connections are the storm's own.
+	var plain, bare []time.Duration
+	for _, yd := range []struct {
+		hc  *http.Client
+		url string
+		out *[]time.Duration
+	}{{y.bareHC, y.bare + "/", &bare}, {y.hc, y.base + "/healthz", &plain}} {
+		for range 2 {
+			var err error
+			if *yd.out, err = getAll(ctx, yd.hc, yd.url, j.n); err != nil {
+				return stormResult{}, err
+			}
+		}
 	}
 	var mu sync.Mutex
 	r := stormResult{Tournament: id}
@@ -186,6 +239,7 @@ func oneStorm(ctx context.Context, c *client.Client, hc *http.Client, base, id s
 	}
 	r.JoinP50, r.JoinP99, r.JoinMax = ms(Percentile(joins, 0.5)), ms(Percentile(joins, 0.99)), ms(Percentile(joins, 1))
 	r.PlainP50, r.PlainP99 = ms(Percentile(plain, 0.5)), ms(Percentile(plain, 0.99))
+	r.BareP50, r.BareP99 = ms(Percentile(bare, 0.5)), ms(Percentile(bare, 0.99))
 	return r, nil
 }
 
