@@ -20,7 +20,7 @@ import (
 )
 
 // openTestLedger opens a ledger in a fresh schema of the test database.
-func openTestLedger(t *testing.T) *ledger.Ledger {
+func openTestLedger(t testing.TB) *ledger.Ledger {
 	t.Helper()
 	dsn := testpg.DSN(t)
 	l, err := ledger.Open(context.Background(), dsn, ledger.Options{Schema: testpg.Schema(t), MaxConns: 4})

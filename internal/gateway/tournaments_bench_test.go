@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rankgate/rankgate/internal/competition"
+	"github.com/rankgate/rankgate/internal/ledger"
 	"github.com/rankgate/rankgate/internal/rank"
 	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
@@ -99,12 +100,29 @@ func BenchmarkTournamentJoinStorm(b *testing.B) {
 // required and max_attempts (the gated script), and to one without per-member
 // checks, against the same writes to a configured family of the same shape
 // (one shard, sum), in the same run, through the gateway's ApplyEvent (no
-// HTTP): per iteration, 2000 events by 32 writers to each, in rotating order.
+// HTTP): per iteration, 2000 events by 32 writers to each, in rotating order;
+// in Redis-only mode and in ledger mode.
 //
 //	go test ./internal/gateway/ -run '^$' -bench TournamentWrite -benchtime 10x
 func BenchmarkTournamentWrite(b *testing.B) {
+	b.Run("redis-only", func(b *testing.B) { tournamentWrites(b, false) })
+	b.Run("ledger", func(b *testing.B) { tournamentWrites(b, true) })
+}
+
+// tournamentWrites is BenchmarkTournamentWrite in one mode (ledger: the
+// checks run in gate.lua before the ledger commit).
+func tournamentWrites(b *testing.B, inLedger bool) {
 	var st *store.Store
-	svc := newClusterServiceWith(b, tourFamilies, func(_ *Options, s *store.Store) { st = s })
+	var l *ledger.Ledger
+	if inLedger {
+		l = openTestLedger(b)
+	}
+	svc := newClusterServiceWith(b, tourFamilies, func(o *Options, s *store.Store) {
+		st = s
+		if l != nil {
+			o.Ledger = l
+		}
+	})
 	ctx := ctxT(b, 5*time.Minute)
 	// Every board on the master that serves the configured family's board:
 	// the comparison is of the write paths, not of two Redis processes.
