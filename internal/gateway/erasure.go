@@ -21,6 +21,9 @@ import (
 // script, and the keys of the member's own slot.
 type EraseBackend interface {
 	EraseMember(ctx context.Context, es []store.Erase) []store.EraseResult
+	FenceIndex(ctx context.Context, index string) error
+	RenewFence(ctx context.Context, index string) error
+	UnfenceIndex(ctx context.Context, index string) error
 	MemberBoards(ctx context.Context, key string) ([]string, error)
 	IndexMemberBoards(ctx context.Context, idx map[string][]string) error
 	HashesOf(ctx context.Context, keys []string) ([]map[string]string, error)
@@ -67,6 +70,18 @@ func (s *Service) EraseMember(ctx context.Context, user string, r Erasure) (Eras
 	start := s.now()
 	out := ErasureResult{Member: user}
 	idx := s.layout.MemberBoards(user)
+	// The index's erasure fence: writes of the member that run meanwhile
+	// index their boards after their scripts answered (and fail until the
+	// fence is down), so no board shard is forgotten that a write is placing
+	// the member on (store.Write.Index).
+	if err := s.eraseBE.FenceIndex(ctx, idx); err != nil {
+		return out, rank.Unavailable(err, "fencing the board index of %s; retry the erasure", user)
+	}
+	defer func() {
+		if err := s.eraseBE.UnfenceIndex(context.WithoutCancel(ctx), idx); err != nil {
+			s.log.Warn("erasure fence left up; it lapses by itself", "ttl", store.FenceTTL.String(), "err", err)
+		}
+	}()
 	if s.ledger != nil {
 		mbs, err := s.ledger.MemberBoards(ctx, user)
 		if err != nil {
@@ -123,6 +138,9 @@ func (s *Service) EraseMember(ctx context.Context, user string, r Erasure) (Eras
 // the derived boards of each), then forgets in the index those whose every
 // erasure succeeded; left gains the boards the member was removed from.
 func (s *Service) eraseRound(ctx context.Context, user, idx string, zs []string, left map[string]shard.Board) error {
+	if err := s.eraseBE.RenewFence(ctx, idx); err != nil {
+		return rank.Unavailable(err, "renewing the erasure fence of %s; retry the erasure", user)
+	}
 	var es []store.Erase
 	var boards []shard.Board
 	owner := make([]int, 0, len(zs)) // es index → zs index

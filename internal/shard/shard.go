@@ -357,6 +357,15 @@ func (l Layout) MemberBoards(member string) string {
 	return l.Prefix + ":{p:" + member + "}:boards"
 }
 
+// IndexFence returns the erasure fence of a member board index (the key
+// MemberBoards returns), under the member's tag: a counter an erasure of
+// the member raises while it runs (with a short TTL it keeps renewing), so
+// that a write that sees it indexes its board shards again after its
+// script answered, and fails while the erasure still runs.
+func IndexFence(index string) string {
+	return strings.TrimSuffix(index, ":boards") + ":erasing"
+}
+
 // ShardKeys returns every key of the board shard whose sorted set is z
 // (an element of MemberBoards), as Keys lays them out.
 func ShardKeys(z string) Keys {

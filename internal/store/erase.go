@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -91,6 +92,71 @@ func (s *Store) EraseMember(ctx context.Context, es []Erase) []EraseResult {
 		}
 	}
 	return out
+}
+
+// FenceTTL is how long an erasure's fence on a member's board index (see
+// FenceIndex) outlives its last renewal: the writes of a member whose
+// erasure stopped without ending it fail for at most this long.
+const FenceTTL = 30 * time.Second
+
+// FenceIndex starts an erasure of the member whose board index is index:
+// it raises the index's erasure fence (shard.IndexFence: INCR, with
+// FenceTTL) and then waits the store's IndexWindow, so that every write
+// that saw no fence and will be acknowledged without a second round trip
+// has run its scripts before the erasure reads the index (see
+// Write.Index). Every FenceIndex is ended by one UnfenceIndex.
+func (s *Store) FenceIndex(ctx context.Context, index string) error {
+	if _, err := s.fence(ctx, index, true); err != nil {
+		return err
+	}
+	t := time.NewTimer(s.indexWindow)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// RenewFence gives a running erasure's fence FenceTTL again. A fence that
+// lapsed meanwhile (the erasure stalled longer than FenceTTL) is raised
+// again as FenceIndex does, with its wait.
+func (s *Store) RenewFence(ctx context.Context, index string) error {
+	up, err := s.fence(ctx, index, false)
+	if err != nil || up {
+		return err
+	}
+	return s.FenceIndex(ctx, index)
+}
+
+// fence sets the TTL of an index's erasure fence, raising it first (raise)
+// and answers whether it is up.
+func (s *Store) fence(ctx context.Context, index string, raise bool) (bool, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	fence := shard.IndexFence(index)
+	pipe := s.rw.TxPipeline()
+	if raise {
+		pipe.Incr(ctx, fence)
+	}
+	up := pipe.PExpire(ctx, fence, FenceTTL)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, s.fail("fence", fmt.Errorf("erasure fence of %s: %w", index, err))
+	}
+	return up.Val(), nil
+}
+
+// UnfenceIndex ends an erasure FenceIndex started: the fence counts one
+// erasure less, and goes with the last.
+func (s *Store) UnfenceIndex(ctx context.Context, index string) error {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	if err := unfenceScript.Run(ctx, s.rw, []string{shard.IndexFence(index)}).Err(); err != nil {
+		s.m.scriptErrors.WithLabelValues("unfence").Inc()
+		return s.fail("fence", fmt.Errorf("erasure fence of %s: %w", index, err))
+	}
+	return nil
 }
 
 // MemberBoards reads a member's board index (shard.Layout.MemberBoards)

@@ -63,7 +63,16 @@ type Options struct {
 	// master either (a failover's demoted master, a node whose slots all
 	// moved, a removed node). Default DefaultReadClientPrune.
 	ReadClientPrune time.Duration
+	// IndexWindow: a write whose pipeline answered within it is indexed by
+	// the SADD of that pipeline; a slower one adds its board shards again
+	// after its scripts answered (see Write.Index), and an erasure waits
+	// this long between raising its fence and reading the index. Default
+	// DefaultIndexWindow.
+	IndexWindow time.Duration
 }
+
+// DefaultIndexWindow is Options.IndexWindow's default.
+const DefaultIndexWindow = 250 * time.Millisecond
 
 // TracerName is the instrumentation scope of the rueidis transport's spans.
 const TracerName = "github.com/rankgate/rankgate/internal/store"
@@ -82,6 +91,8 @@ type Store struct {
 	// nil: direct reads use the master's go-redis client.
 	direct *directClients
 	tracer trace.Tracer // nil: no spans
+	// indexWindow: Options.IndexWindow.
+	indexWindow time.Duration
 }
 
 type metrics struct {
@@ -136,10 +147,10 @@ func newMetrics(reg prometheus.Registerer, directClients func() float64) (*metri
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed", "srem", "erase", "del"} {
+		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed", "srem", "erase", "del", "fence"} {
 		m.errors.WithLabelValues(op)
 	}
-	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive", "erase"} {
+	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive", "erase", "unfence"} {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
@@ -172,6 +183,9 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	if o.ReadClientPrune <= 0 {
 		o.ReadClientPrune = DefaultReadClientPrune
 	}
+	if o.IndexWindow <= 0 {
+		o.IndexWindow = DefaultIndexWindow
+	}
 	// direct: set below for the rueidis transport; atomic, for a scrape of
 	// the registry may read it while New still builds it.
 	var direct atomic.Pointer[directClients]
@@ -184,7 +198,8 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{rw: rw, ro: ro, timeout: o.Timeout, waitN: o.WaitReplicas, waitT: o.WaitTimeout, log: o.Logger, m: m}
+	st := &Store{rw: rw, ro: ro, timeout: o.Timeout, waitN: o.WaitReplicas, waitT: o.WaitTimeout, log: o.Logger, m: m,
+		indexWindow: o.IndexWindow}
 	switch o.ReadTransport {
 	case "", TransportRueidis:
 		health := o.Health
@@ -335,15 +350,18 @@ type Write struct {
 	// Gate (tournaments, KindApply only): the join and attempt checks run
 	// in the same script as the write (gated apply or columns).
 	Gate *Gate
-	// Index is the member's board index (shard.Layout.MemberBoards). When
-	// the script placed the member on a shard it was absent from — or
-	// answered a replay (dup, stale), which may be the retry of a write
-	// whose index update failed — Write adds Keys.Z to it in a second
-	// pipeline (one SADD per index), so every board shard an acknowledged
-	// write placed the member on is listed, and a member already on the
-	// shard costs nothing more. A failed SADD fails the writes it carried
-	// (a retry is safe: the scripts dedupe, and the replay indexes). ""
-	// (reversals, removals, absent projections): no index.
+	// Index is the member's board index (shard.Layout.MemberBoards). The
+	// write's pipeline also adds Keys.Z to it, beside the script (one SADD
+	// per index and Write call, whatever the script answers, and one EXISTS
+	// of the index's erasure fence, shard.IndexFence), so every board shard
+	// an acknowledged write may have placed the member on is listed without
+	// a second round trip. A write whose pipeline took IndexWindow or more,
+	// or that saw the fence (an erasure of the member runs), adds it again
+	// after its script answered, and fails with ErrMemberErasing if the
+	// fence is still up then: an erasure cannot forget a board shard a write
+	// it did not see is placing the member on. A failed SADD fails the
+	// writes it carried (a retry is safe: the scripts dedupe). "" (reversals,
+	// removals, absent projections): no index.
 	Index string
 }
 
@@ -557,6 +575,8 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 	for i, c := range calls {
 		cmds[i] = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
+	idx := indexAdds(ctx, pipe, ws)
+	sent := time.Now()
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
 	var rerun redis.Pipeliner
 	for i, c := range calls {
@@ -571,6 +591,7 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 	if rerun != nil {
 		_, _ = rerun.Exec(ctx)
 	}
+	took := time.Since(sent)
 	for i, c := range calls {
 		cmd := cmds[i]
 		if err := cmd.Err(); err != nil {
@@ -605,59 +626,111 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 			}
 		}
 	}
-	s.indexPlaced(ctx, ws, out)
+	s.settleIndex(ctx, idx, out, took)
 	return out
 }
 
-// indexPlaced adds to their members' board indexes the board shards the
-// writes placed them on (see Write.Index), in one pipelined round trip; a
-// failed SADD fails the writes it carried.
-func (s *Store) indexPlaced(ctx context.Context, ws []Write, out []WriteResult) {
-	var pipe redis.Pipeliner
-	var idx []indexAdd
-	var members [][]any
+// ErrMemberErasing fails a write of a member whose erasure runs (see
+// Write.Index): the write may have applied, and a retry after the erasure
+// is safe (the scripts dedupe) and indexes it.
+var ErrMemberErasing = errors.New("the member is being erased; retry the write after the erasure")
+
+// indexAdd is one SADD of a Write call to a member's board index, with the
+// EXISTS of the index's erasure fence.
+type indexAdd struct {
+	key     string
+	zs      []any // the board shards' sorted sets
+	ws      []int // the writes it lists
+	sadd    *redis.IntCmd
+	fenced  *redis.IntCmd
+	recheck bool
+}
+
+// indexAdds queues on pipe, beside the writes' scripts, one SADD per member
+// board index the writes name (Write.Index), listing their board shards'
+// sorted sets, and one EXISTS of its erasure fence. Few writes name more
+// than one member, so a slice search beats a map.
+func indexAdds(ctx context.Context, pipe redis.Pipeliner, ws []Write) []indexAdd {
+	var adds []indexAdd
 	for j, w := range ws {
-		r := out[j]
-		if w.Index == "" || r.Err != nil || r.After == nil {
+		if w.Index == "" {
 			continue
 		}
-		if r.Before != nil && r.Status != StatusDup && r.Status != StatusStale {
-			continue // the member was on the shard already
-		}
-		k := slices.IndexFunc(idx, func(a indexAdd) bool { return a.key == w.Index })
+		k := slices.IndexFunc(adds, func(a indexAdd) bool { return a.key == w.Index })
 		if k < 0 {
-			k = len(idx)
-			idx = append(idx, indexAdd{key: w.Index})
-			members = append(members, nil)
+			k = len(adds)
+			adds = append(adds, indexAdd{key: w.Index})
 		}
-		idx[k].ws = append(idx[k].ws, j)
-		if !slices.Contains(members[k], any(w.Keys.Z)) {
-			members[k] = append(members[k], w.Keys.Z)
+		adds[k].ws = append(adds[k].ws, j)
+		if !slices.Contains(adds[k].zs, any(w.Keys.Z)) {
+			adds[k].zs = append(adds[k].zs, w.Keys.Z)
 		}
 	}
-	if len(idx) == 0 {
-		return
+	for k := range adds {
+		queueIndexAdd(ctx, pipe, &adds[k])
 	}
-	pipe = s.rw.Pipeline()
-	for k := range idx {
-		idx[k].cmd = pipe.SAdd(ctx, idx[k].key, members[k]...)
-	}
-	_, _ = pipe.Exec(ctx)
-	for _, a := range idx {
-		if err := a.cmd.Err(); err != nil {
-			err = s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err))
-			for _, j := range a.ws {
+	return adds
+}
+
+func queueIndexAdd(ctx context.Context, pipe redis.Pipeliner, a *indexAdd) {
+	a.sadd = pipe.SAdd(ctx, a.key, a.zs...)
+	a.fenced = pipe.Exists(ctx, shard.IndexFence(a.key))
+}
+
+// settleIndex reads the index adds of a Write (took: from sending its
+// pipeline to its last answer). A failed add fails the writes it carried.
+// A write in an add that saw its index's erasure fence, or in a pipeline
+// that took indexWindow or more, is indexed again now that its script has
+// answered (a second round trip: SADD and EXISTS again); it fails with
+// ErrMemberErasing if the fence is up then. Why that is enough: an erasure
+// waits indexWindow after raising its fence before it reads the index, so a
+// write that saw no fence and answered within the window ran its script
+// before the erasure read the index, which then lists its shard; a write
+// indexed again with no fence up runs its SADD after its script, and any
+// erasure that could forget the shard either ended before (its SREMs came
+// first) or starts after (it reads the shard).
+func (s *Store) settleIndex(ctx context.Context, adds []indexAdd, out []WriteResult, took time.Duration) {
+	var pipe redis.Pipeliner
+	fail := func(a indexAdd, err error) {
+		for _, j := range a.ws {
+			if out[j].Err == nil {
 				out[j] = WriteResult{Err: err}
 			}
 		}
 	}
-}
-
-// indexAdd is one SADD of a Write call to a member's board index.
-type indexAdd struct {
-	key string
-	cmd *redis.IntCmd
-	ws  []int // the writes it lists
+	for k := range adds {
+		a := &adds[k]
+		if err := errors.Join(a.sadd.Err(), a.fenced.Err()); err != nil {
+			fail(*a, s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err)))
+			continue
+		}
+		if a.fenced.Val() == 0 && took < s.indexWindow {
+			continue
+		}
+		if !slices.ContainsFunc(a.ws, func(j int) bool { return out[j].Err == nil }) {
+			continue
+		}
+		if pipe == nil {
+			pipe = s.rw.Pipeline()
+		}
+		a.recheck = true
+		queueIndexAdd(ctx, pipe, a)
+	}
+	if pipe == nil {
+		return
+	}
+	_, _ = pipe.Exec(ctx)
+	for _, a := range adds {
+		if !a.recheck {
+			continue
+		}
+		switch err := errors.Join(a.sadd.Err(), a.fenced.Err()); {
+		case err != nil:
+			fail(a, s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err)))
+		case a.fenced.Val() > 0:
+			fail(a, fmt.Errorf("member board index %s: %w", a.key, ErrMemberErasing))
+		}
+	}
 }
 
 // scriptCall is one script call of a Write: one write, or (many) every
