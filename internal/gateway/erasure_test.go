@@ -12,6 +12,7 @@ import (
 
 	"github.com/rankgate/rankgate/internal/ledger"
 	"github.com/rankgate/rankgate/internal/rank"
+	"github.com/rankgate/rankgate/internal/shard"
 	"github.com/rankgate/rankgate/internal/store"
 )
 
@@ -394,5 +395,63 @@ func TestMemberBoardIndex(t *testing.T) {
 	again, err := svc.eraseBE.MemberBoards(ctx, svc.layout.MemberBoards("u1"))
 	if err != nil || len(again) != 2 {
 		t.Fatalf("index after the retry: %v %v, want the 2 board shards of e1", again, err)
+	}
+}
+
+// racingErase runs write once, after an erasure's first round erased its
+// board shards and before it forgets them in the member's board index: a
+// write of the member that lands between the two.
+type racingErase struct {
+	EraseBackend
+	once  sync.Once
+	write func()
+}
+
+func (r *racingErase) ForgetBoards(ctx context.Context, key string, zs []string) error {
+	r.once.Do(r.write)
+	return r.EraseBackend.ForgetBoards(ctx, key, zs)
+}
+
+// A write that places the member on a board shard the erasure has just
+// cleaned, before the erasure forgets that shard, is not acknowledged (it
+// meets the erasure's fence); an acknowledged write is always in the index,
+// so its retry after the erasure is found by the next one.
+func TestEraseMemberRacingAWrite(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, eraseFamilies)
+	ctx := context.Background()
+	mustApplyEvent(t, svc, sumEv("e1", "f", "u1", 2, map[string]string{"class": "c1"}))
+	idx := svc.layout.MemberBoards("u1")
+	before, err := svc.eraseBE.MemberBoards(ctx, idx)
+	if err != nil || len(before) != 2 {
+		t.Fatalf("index of u1: %v %v, want the 2 board shards of e1", before, err)
+	}
+	raced := sumEv("e2", "f", "u1", 3, map[string]string{"class": "c1"})
+	var racedErr error
+	be := svc.eraseBE
+	svc.eraseBE = &racingErase{EraseBackend: be, write: func() { _, racedErr = svc.ApplyEvent(ctx, raced) }}
+	if _, err := svc.EraseMember(ctx, "u1", eraser); err != nil {
+		t.Fatal(err)
+	}
+	after, err := be.MemberBoards(ctx, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if racedErr == nil && len(after) != 2 {
+		t.Fatalf("the write during the erasure was acknowledged, and the index lists %v: it lost its board shards", after)
+	}
+	if rank.CodeOf(racedErr) != rank.CodeUnavailable || !errors.Is(racedErr, store.ErrMemberErasing) {
+		t.Fatalf("write during the erasure: %v, want unavailable (the member is being erased)", racedErr)
+	}
+	// Its retry is acknowledged, and the next erasure finds it.
+	if _, err := svc.ApplyEvent(ctx, raced); err != nil {
+		t.Fatalf("retry after the erasure: %v", err)
+	}
+	er, err := svc.EraseMember(ctx, "u1", eraser)
+	if err != nil || er.Boards != 2 {
+		t.Fatalf("second erasure: %+v %v, want u1 erased from the 2 boards of e2", er, err)
+	}
+	if n, err := st(svc).Primary().Exists(ctx, shard.IndexFence(idx)).Result(); err != nil || n != 0 {
+		t.Fatalf("erasure fence after the erasures: %d %v, want gone", n, err)
 	}
 }

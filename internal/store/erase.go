@@ -100,7 +100,7 @@ func (s *Store) EraseMember(ctx context.Context, es []Erase) []EraseResult {
 const FenceTTL = 30 * time.Second
 
 // FenceIndex starts an erasure of the member whose board index is index:
-// it raises the index's erasure fence (shard.IndexFence: INCR, with
+// it raises the index's erasure fence (shard.IndexFence: INCRBY 1, with
 // FenceTTL) and then waits the store's IndexWindow, so that every write
 // that saw no fence and will be acknowledged without a second round trip
 // has run its scripts before the erasure reads the index (see
@@ -138,7 +138,7 @@ func (s *Store) fence(ctx context.Context, index string, raise bool) (bool, erro
 	fence := shard.IndexFence(index)
 	pipe := s.rw.TxPipeline()
 	if raise {
-		pipe.Incr(ctx, fence)
+		pipe.IncrBy(ctx, fence, 1)
 	}
 	up := pipe.PExpire(ctx, fence, FenceTTL)
 	if _, err := pipe.Exec(ctx); err != nil {

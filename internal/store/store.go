@@ -648,18 +648,29 @@ type indexAdd struct {
 
 // indexAdds queues on pipe, beside the writes' scripts, one SADD per member
 // board index the writes name (Write.Index), listing their board shards'
-// sorted sets, and one EXISTS of its erasure fence. Few writes name more
-// than one member, so a slice search beats a map.
+// sorted sets, and one EXISTS of its erasure fence. A batch's writes of
+// one member are neighbours (one event's boards), so the last add is tried
+// before the map.
 func indexAdds(ctx context.Context, pipe redis.Pipeliner, ws []Write) []indexAdd {
 	var adds []indexAdd
+	var at map[string]int // index key → its add, once there are several
 	for j, w := range ws {
 		if w.Index == "" {
 			continue
 		}
-		k := slices.IndexFunc(adds, func(a indexAdd) bool { return a.key == w.Index })
-		if k < 0 {
-			k = len(adds)
-			adds = append(adds, indexAdd{key: w.Index})
+		k := len(adds) - 1
+		if k < 0 || adds[k].key != w.Index {
+			var ok bool
+			if k, ok = at[w.Index]; !ok {
+				k = len(adds)
+				adds = append(adds, indexAdd{key: w.Index})
+				if k == 1 {
+					at = map[string]int{adds[0].key: 0}
+				}
+				if at != nil {
+					at[w.Index] = k
+				}
+			}
 		}
 		adds[k].ws = append(adds[k].ws, j)
 		if !slices.Contains(adds[k].zs, any(w.Keys.Z)) {

@@ -3,7 +3,7 @@
 -- The fence counts the erasures of the member that run; the last one to
 -- end deletes it. Atomic, so an erasure that starts meanwhile keeps its own
 -- count. Returns the erasures still running.
-local n = redis.call('DECR', KEYS[1])
+local n = redis.call('INCRBY', KEYS[1], -1)
 if n <= 0 then
   redis.call('DEL', KEYS[1])
   return 0
