@@ -75,9 +75,6 @@ func writeUnavailable(err error, format string, args ...any) error {
 	if errors.Is(err, store.ErrNotReplicated) {
 		return rank.Unavailable(err, "not replicated yet; retrying with the same event id is safe")
 	}
-	if errors.Is(err, store.ErrMemberErasing) {
-		return rank.Unavailable(err, "the member is being erased; the write may have applied and will be erased or kept as the erasure meets it: retry with the same event id after the erasure")
-	}
 	if errors.Is(err, store.ErrOOM) {
 		return rank.Unavailable(err, "Redis is out of memory (maxmemory reached, noeviction): writes are refused until memory is freed or added")
 	}

@@ -357,12 +357,12 @@ func (l Layout) MemberBoards(member string) string {
 	return l.Prefix + ":{p:" + member + "}:boards"
 }
 
-// IndexFence returns the erasure fence of a member board index (the key
-// MemberBoards returns), under the member's tag: a counter an erasure of
-// the member raises while it runs (with a short TTL it keeps renewing), so
-// that a write that sees it indexes its board shards again after its
-// script answered, and fails while the erasure still runs.
-func IndexFence(index string) string {
+// IndexWork returns the work set of the erasures of a member (beside the
+// member board index that MemberBoards names, under the member's tag): an
+// erasure moves the index's elements into it, erases those board shards,
+// and removes each from it once erased there, while writes that run
+// meanwhile add to a fresh index, which that erasure leaves alone.
+func IndexWork(index string) string {
 	return strings.TrimSuffix(index, ":boards") + ":erasing"
 }
 

@@ -94,79 +94,54 @@ func (s *Store) EraseMember(ctx context.Context, es []Erase) []EraseResult {
 	return out
 }
 
-// FenceTTL is how long an erasure's fence on a member's board index (see
-// FenceIndex) outlives its last renewal: the writes of a member whose
-// erasure stopped without ending it fail for at most this long.
-const FenceTTL = 30 * time.Second
-
-// FenceIndex starts an erasure of the member whose board index is index:
-// it raises the index's erasure fence (shard.IndexFence: INCRBY 1, with
-// FenceTTL) and then waits the store's IndexWindow, so that every write
-// that saw no fence and will be acknowledged without a second round trip
-// has run its scripts before the erasure reads the index (see
-// Write.Index). Every FenceIndex is ended by one UnfenceIndex.
-func (s *Store) FenceIndex(ctx context.Context, index string) error {
-	if _, err := s.fence(ctx, index, true); err != nil {
-		return err
+// TakeIndex starts an erasure of the member whose board index is index: in
+// one script under the member's tag it moves the index's elements to the
+// erasures' work set (shard.IndexWork) and answers every element of that
+// set; then it waits the store's IndexWindow, so that the script of every
+// write whose SADD it took has run before the erasure erases (see
+// Write.Index). The erasure removes each element from the work set once
+// erased there (ForgetBoards); what it does not get to stays for the next.
+func (s *Store) TakeIndex(ctx context.Context, index string) ([]string, error) {
+	tctx, cancel := s.deadline(ctx)
+	zs, err := takeIndexScript.Run(tctx, s.rw, []string{index, shard.IndexWork(index)}).StringSlice()
+	cancel()
+	if err != nil {
+		s.m.scriptErrors.WithLabelValues("take_index").Inc()
+		return nil, s.fail("take_index", fmt.Errorf("member board index %s: %w", index, err))
 	}
 	t := time.NewTimer(s.indexWindow)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
+		return zs, nil
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return nil, context.Cause(ctx)
 	}
-}
-
-// RenewFence gives a running erasure's fence FenceTTL again. A fence that
-// lapsed meanwhile (the erasure stalled longer than FenceTTL) is raised
-// again as FenceIndex does, with its wait.
-func (s *Store) RenewFence(ctx context.Context, index string) error {
-	up, err := s.fence(ctx, index, false)
-	if err != nil || up {
-		return err
-	}
-	return s.FenceIndex(ctx, index)
-}
-
-// fence sets the TTL of an index's erasure fence, raising it first (raise)
-// and answers whether it is up.
-func (s *Store) fence(ctx context.Context, index string, raise bool) (bool, error) {
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	fence := shard.IndexFence(index)
-	pipe := s.rw.TxPipeline()
-	if raise {
-		pipe.IncrBy(ctx, fence, 1)
-	}
-	up := pipe.PExpire(ctx, fence, FenceTTL)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return false, s.fail("fence", fmt.Errorf("erasure fence of %s: %w", index, err))
-	}
-	return up.Val(), nil
-}
-
-// UnfenceIndex ends an erasure FenceIndex started: the fence counts one
-// erasure less, and goes with the last.
-func (s *Store) UnfenceIndex(ctx context.Context, index string) error {
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	if err := unfenceScript.Run(ctx, s.rw, []string{shard.IndexFence(index)}).Err(); err != nil {
-		s.m.scriptErrors.WithLabelValues("unfence").Inc()
-		return s.fail("fence", fmt.Errorf("erasure fence of %s: %w", index, err))
-	}
-	return nil
 }
 
 // MemberBoards reads a member's board index (shard.Layout.MemberBoards)
-// from the primary.
+// from the primary, with the elements of its erasures' work set
+// (shard.IndexWork) that are not erased yet: one pipeline, one slot.
 func (s *Store) MemberBoards(ctx context.Context, key string) ([]string, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	v, err := s.rw.SMembers(ctx, key).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	pipe := s.rw.Pipeline()
+	idx, work := pipe.SMembers(ctx, key), pipe.SMembers(ctx, shard.IndexWork(key))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail("smembers", fmt.Errorf("member board index %s: %w", key, err))
+	}
+	v, w := idx.Val(), work.Val()
+	if len(w) == 0 {
+		return v, nil
+	}
+	seen := make(map[string]bool, len(v))
+	for _, z := range v {
+		seen[z] = true
+	}
+	for _, z := range w {
+		if !seen[z] {
+			v = append(v, z)
+		}
 	}
 	return v, nil
 }

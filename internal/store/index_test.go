@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -13,9 +12,8 @@ import (
 
 // TestWriteIndexesMemberBoards checks the member board index a write keeps
 // (store.Write.Index): every acknowledged write's board shard is listed,
-// whatever the script answered and whatever the index held before, and a
-// write that meets an erasure's fence is not acknowledged until the fence
-// is down.
+// whatever the script answered and whatever the index held before, and an
+// erasure takes the index whole while later writes fill a fresh one.
 func TestWriteIndexesMemberBoards(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -26,7 +24,7 @@ func TestWriteIndexesMemberBoards(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(slow.Close)
-	// quick: an erasure that waits only a millisecond after raising its fence.
+	// quick: an erasure that waits only a millisecond after taking the index.
 	quick, err := store.New(e.c, nil, store.Options{Timeout: 5 * time.Second, IndexWindow: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -110,59 +108,49 @@ func TestWriteIndexesMemberBoards(t *testing.T) {
 				t.Fatalf("retry: %+v, want a replay", r)
 			}
 			wantIndexed(t, f.ctx, e, f.idx, f.k.Z)
-		}}, {"a write under an erasure's fence fails until the fence is down", func(t *testing.T, f fx) {
-			if err := quick.FenceIndex(f.ctx, f.idx); err != nil {
-				t.Fatal(err)
-			}
-			r := f.write(e.s, "e1")
-			if !errors.Is(r.Err, store.ErrMemberErasing) {
-				t.Fatalf("write under the fence: %+v, want ErrMemberErasing", r)
-			}
-			// It applied: what it placed is indexed all the same.
-			wantIndexed(t, f.ctx, e, f.idx, f.k.Z)
-			if err := quick.UnfenceIndex(f.ctx, f.idx); err != nil {
-				t.Fatal(err)
-			}
-			if n := e.c.Exists(f.ctx, shard.IndexFence(f.idx)).Val(); n != 0 {
-				t.Fatalf("fence still up after its one erasure ended")
-			}
-			if r := f.write(e.s, "e1"); r.Err != nil || r.Status != store.StatusDup {
-				t.Fatalf("retry after the erasure: %+v, want a replay", r)
-			}
-		}}, {"the fence counts the erasures that run", func(t *testing.T, f fx) {
-			for range 2 {
-				if err := quick.FenceIndex(f.ctx, f.idx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := quick.UnfenceIndex(f.ctx, f.idx); err != nil {
-				t.Fatal(err)
-			}
-			if r := f.write(e.s, "e1"); !errors.Is(r.Err, store.ErrMemberErasing) {
-				t.Fatalf("write while the second erasure runs: %+v, want ErrMemberErasing", r)
-			}
-			if err := quick.UnfenceIndex(f.ctx, f.idx); err != nil {
-				t.Fatal(err)
-			}
+		}}, {"an erasure takes the index; later writes fill a fresh one", func(t *testing.T, f fx) {
 			if r := f.write(e.s, "e1"); r.Err != nil {
-				t.Fatalf("write after both erasures: %v", r.Err)
+				t.Fatal(r.Err)
 			}
-		}}, {"a lapsed fence is raised again by its renewal", func(t *testing.T, f fx) {
-			if err := quick.FenceIndex(f.ctx, f.idx); err != nil {
+			zs, err := quick.TakeIndex(f.ctx, f.idx)
+			if err != nil || !slices.Equal(zs, []string{f.k.Z}) {
+				t.Fatalf("TakeIndex: %v %v, want [%s]", zs, err, f.k.Z)
+			}
+			if n := e.c.Exists(f.ctx, f.idx).Val(); n != 0 {
+				t.Fatal("the index is still there after the take")
+			}
+			// A write during the erasure: in the fresh index.
+			if r := f.write(e.s, "e2"); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if got := e.c.SMembers(f.ctx, f.idx).Val(); !slices.Equal(got, []string{f.k.Z}) {
+				t.Fatalf("fresh index: %v, want [%s]", got, f.k.Z)
+			}
+			// The erasure forgets what it erased in its work set only.
+			if err := e.s.ForgetBoards(f.ctx, shard.IndexWork(f.idx), zs); err != nil {
 				t.Fatal(err)
 			}
-			fence := shard.IndexFence(f.idx)
-			if err := e.c.Del(f.ctx, fence).Err(); err != nil {
+			wantIndexed(t, f.ctx, e, f.idx, f.k.Z)
+		}}, {"a take answers what an earlier erasure left", func(t *testing.T, f fx) {
+			if r := f.write(e.s, "e1"); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if _, err := quick.TakeIndex(f.ctx, f.idx); err != nil {
 				t.Fatal(err)
 			}
-			if err := quick.RenewFence(f.ctx, f.idx); err != nil {
-				t.Fatal(err)
+			// Cut short: nothing forgotten. Another board shard meanwhile.
+			other := shard.Board{Family: f.k.Tag + "x", Period: "all", DimType: shard.National}
+			w := apply("e9", "late", "sum", 1, 0)
+			w.Keys, w.Index, w.MaxPoints, w.NowMs, w.Rules = e.layout.Keys(other, 0, 1), f.idx, 1000, 1, testRules
+			if r := e.s.Write(f.ctx, []store.Write{w})[0]; r.Err != nil {
+				t.Fatal(r.Err)
 			}
-			if ttl := e.c.PTTL(f.ctx, fence).Val(); ttl <= 0 || ttl > store.FenceTTL {
-				t.Fatalf("fence TTL after the renewal: %v, want up to %v", ttl, store.FenceTTL)
-			}
-			if r := f.write(e.s, "e1"); !errors.Is(r.Err, store.ErrMemberErasing) {
-				t.Fatalf("write under the renewed fence: %+v, want ErrMemberErasing", r)
+			zs, err := quick.TakeIndex(f.ctx, f.idx)
+			slices.Sort(zs)
+			want := []string{f.k.Z, w.Keys.Z}
+			slices.Sort(want)
+			if err != nil || !slices.Equal(zs, want) {
+				t.Fatalf("second TakeIndex: %v %v, want %v", zs, err, want)
 			}
 		}},
 	}

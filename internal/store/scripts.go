@@ -63,7 +63,7 @@ var (
 	tournamentScript   = script("#!lua", "tournament.lua")
 	rateScript         = script("#!lua", "rate.lua")
 	eraseScript        = script("#!lua", "erase.lua")
-	unfenceScript      = script("#!lua", "unfence.lua")
+	takeIndexScript    = script("#!lua", "take_index.lua")
 	placeScript        = script("#!lua", "place.lua") // leagues: a member's cohort
 )
 
@@ -75,7 +75,7 @@ func Scripts() map[string]*redis.Script {
 		"lease": leaseScript, "columns": columnsScript, "members": membersScript,
 		"unban": unbanScript, "derive": deriveScript, "rate": rateScript,
 		"gated_apply": gatedApplyScript, "gated_columns": gatedColumnsScript, "join": joinScript, "tournament": tournamentScript,
-		"erase": eraseScript, "unfence": unfenceScript,
+		"erase": eraseScript, "take_index": takeIndexScript,
 		"place": placeScript,
 	}
 }

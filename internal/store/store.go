@@ -147,10 +147,10 @@ func newMetrics(reg prometheus.Registerer, directClients func() float64) (*metri
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed", "srem", "erase", "del", "fence"} {
+		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed", "srem", "erase", "del", "take_index"} {
 		m.errors.WithLabelValues(op)
 	}
-	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive", "erase", "unfence"} {
+	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive", "erase", "take_index"} {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
@@ -352,16 +352,16 @@ type Write struct {
 	Gate *Gate
 	// Index is the member's board index (shard.Layout.MemberBoards). The
 	// write's pipeline also adds Keys.Z to it, beside the script (one SADD
-	// per index and Write call, whatever the script answers, and one EXISTS
-	// of the index's erasure fence, shard.IndexFence), so every board shard
-	// an acknowledged write may have placed the member on is listed without
-	// a second round trip. A write whose pipeline took IndexWindow or more,
-	// or that saw the fence (an erasure of the member runs), adds it again
-	// after its script answered, and fails with ErrMemberErasing if the
-	// fence is still up then: an erasure cannot forget a board shard a write
-	// it did not see is placing the member on. A failed SADD fails the
-	// writes it carried (a retry is safe: the scripts dedupe). "" (reversals,
-	// removals, absent projections): no index.
+	// per index and Write call, whatever the script answers), so every
+	// board shard an acknowledged write may have placed the member on is
+	// listed without a second round trip. A write whose pipeline took
+	// IndexWindow or more adds it again after its script answered: an
+	// erasure that took the index (TakeIndex) waits IndexWindow before it
+	// erases, so the script of a write whose SADD it took has run by then,
+	// and a later SADD lands in the fresh index that erasure leaves alone.
+	// A failed SADD fails the writes it carried (a retry is safe: the
+	// scripts dedupe). "" (reversals, removals, absent projections): no
+	// index.
 	Index string
 }
 
@@ -630,27 +630,19 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 	return out
 }
 
-// ErrMemberErasing fails a write of a member whose erasure runs (see
-// Write.Index): the write may have applied, and a retry after the erasure
-// is safe (the scripts dedupe) and indexes it.
-var ErrMemberErasing = errors.New("the member is being erased; retry the write after the erasure")
-
-// indexAdd is one SADD of a Write call to a member's board index, with the
-// EXISTS of the index's erasure fence.
+// indexAdd is one SADD of a Write call to a member's board index.
 type indexAdd struct {
 	key     string
 	zs      []any // the board shards' sorted sets
 	ws      []int // the writes it lists
-	sadd    *redis.IntCmd
-	fenced  *redis.IntCmd
+	cmd     *redis.IntCmd
 	recheck bool
 }
 
 // indexAdds queues on pipe, beside the writes' scripts, one SADD per member
 // board index the writes name (Write.Index), listing their board shards'
-// sorted sets, and one EXISTS of its erasure fence. A batch's writes of
-// one member are neighbours (one event's boards), so the last add is tried
-// before the map.
+// sorted sets. A batch's writes of one member are neighbours (one event's
+// boards), so the last add is tried before the map.
 func indexAdds(ctx context.Context, pipe redis.Pipeliner, ws []Write) []indexAdd {
 	var adds []indexAdd
 	var at map[string]int // index key → its add, once there are several
@@ -678,31 +670,25 @@ func indexAdds(ctx context.Context, pipe redis.Pipeliner, ws []Write) []indexAdd
 		}
 	}
 	for k := range adds {
-		queueIndexAdd(ctx, pipe, &adds[k])
+		adds[k].cmd = pipe.SAdd(ctx, adds[k].key, adds[k].zs...)
 	}
 	return adds
 }
 
-func queueIndexAdd(ctx context.Context, pipe redis.Pipeliner, a *indexAdd) {
-	a.sadd = pipe.SAdd(ctx, a.key, a.zs...)
-	a.fenced = pipe.Exists(ctx, shard.IndexFence(a.key))
-}
-
 // settleIndex reads the index adds of a Write (took: from sending its
 // pipeline to its last answer). A failed add fails the writes it carried.
-// A write in an add that saw its index's erasure fence, or in a pipeline
-// that took indexWindow or more, is indexed again now that its script has
-// answered (a second round trip: SADD and EXISTS again); it fails with
-// ErrMemberErasing if the fence is up then. Why that is enough: an erasure
-// waits indexWindow after raising its fence before it reads the index, so a
-// write that saw no fence and answered within the window ran its script
-// before the erasure read the index, which then lists its shard; a write
-// indexed again with no fence up runs its SADD after its script, and any
-// erasure that could forget the shard either ended before (its SREMs came
-// first) or starts after (it reads the shard).
+// When the pipeline took indexWindow or more, the adds of writes that
+// succeeded are sent again now that their scripts have answered (a second
+// round trip). Why that is enough: an erasure takes the index (moves its
+// elements to its work set) and waits indexWindow before it erases; a SADD
+// it took was sent less than indexWindow before the write's script
+// answered, so that script has run before the erasure reaches its shard; a
+// SADD after the take lands in the fresh index, which the erasure leaves
+// alone.
 func (s *Store) settleIndex(ctx context.Context, adds []indexAdd, out []WriteResult, took time.Duration) {
 	var pipe redis.Pipeliner
 	fail := func(a indexAdd, err error) {
+		err = s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err))
 		for _, j := range a.ws {
 			if out[j].Err == nil {
 				out[j] = WriteResult{Err: err}
@@ -711,35 +697,26 @@ func (s *Store) settleIndex(ctx context.Context, adds []indexAdd, out []WriteRes
 	}
 	for k := range adds {
 		a := &adds[k]
-		if err := errors.Join(a.sadd.Err(), a.fenced.Err()); err != nil {
-			fail(*a, s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err)))
+		if err := a.cmd.Err(); err != nil {
+			fail(*a, err)
 			continue
 		}
-		if a.fenced.Val() == 0 && took < s.indexWindow {
-			continue
-		}
-		if !slices.ContainsFunc(a.ws, func(j int) bool { return out[j].Err == nil }) {
+		if took < s.indexWindow || !slices.ContainsFunc(a.ws, func(j int) bool { return out[j].Err == nil }) {
 			continue
 		}
 		if pipe == nil {
 			pipe = s.rw.Pipeline()
 		}
 		a.recheck = true
-		queueIndexAdd(ctx, pipe, a)
+		a.cmd = pipe.SAdd(ctx, a.key, a.zs...)
 	}
 	if pipe == nil {
 		return
 	}
 	_, _ = pipe.Exec(ctx)
 	for _, a := range adds {
-		if !a.recheck {
-			continue
-		}
-		switch err := errors.Join(a.sadd.Err(), a.fenced.Err()); {
-		case err != nil:
-			fail(a, s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err)))
-		case a.fenced.Val() > 0:
-			fail(a, fmt.Errorf("member board index %s: %w", a.key, ErrMemberErasing))
+		if a.recheck && a.cmd.Err() != nil {
+			fail(a, a.cmd.Err())
 		}
 	}
 }
