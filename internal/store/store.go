@@ -66,7 +66,7 @@ type Options struct {
 	// IndexWindow: a write whose pipeline answered within it is indexed by
 	// the SADD of that pipeline; a slower one adds its board shards again
 	// after its scripts answered (see Write.Index), and an erasure waits
-	// this long between raising its fence and reading the index. Default
+	// this long between taking the index (TakeIndex) and erasing. Default
 	// DefaultIndexWindow.
 	IndexWindow time.Duration
 }
