@@ -482,7 +482,10 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 // joinMembers seats members (a batch of concurrent joins, joinBatcher) on
 // the tournament period of k: each member's board index learns the seats
 // shard and the member's own shard first (one pipeline for the batch), so an
-// erasure finds a join even without an event; then one join script call.
+// erasure finds a join even without an event; then one join script call;
+// when the two took store.DefaultIndexWindow or more, the index learns them
+// once more (an erasure that took the index meanwhile may have erased
+// before the seat was taken).
 func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
 	idx := make(map[string][]string, len(members))
 	seat := s.layout.ZKey(k.b, 0, k.n)
@@ -493,10 +496,20 @@ func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string,
 		}
 		idx[s.layout.MemberBoards(m)] = zs
 	}
+	sent := time.Now()
 	if err := s.eraseBE.IndexMemberBoards(ctx, idx); err != nil {
 		return nil, err
 	}
-	return s.tourBE.Join(ctx, k.seats, k.meta, members, maxSize, nowMs)
+	rs, err := s.tourBE.Join(ctx, k.seats, k.meta, members, maxSize, nowMs)
+	if err == nil && time.Since(sent) >= store.DefaultIndexWindow {
+		// Slower than an erasure's wait after taking the index: index
+		// again, after the seats are taken (see store.Write.Index).
+		err = s.eraseBE.IndexMemberBoards(ctx, idx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rs, nil
 }
 
 // joinKeys are what a join of one tournament period needs besides the
