@@ -21,6 +21,7 @@ import (
 // script, and the keys of the member's own slot.
 type EraseBackend interface {
 	EraseMember(ctx context.Context, es []store.Erase) []store.EraseResult
+	TakeIndex(ctx context.Context, index string) ([]string, error)
 	MemberBoards(ctx context.Context, key string) ([]string, error)
 	IndexMemberBoards(ctx context.Context, idx map[string][]string) error
 	HashesOf(ctx context.Context, keys []string) ([]map[string]string, error)
@@ -53,9 +54,11 @@ const eraseChunk = 500
 // index, every board shard they were written to — every period and state,
 // every dimension, tournament boards and their seats, and the boards of the
 // families derived from them — one in-slot script each, in rounds of one
-// pipeline per node. A round's board shards leave the index only once they
-// are erased, so an erasure cut short (a crash, a failed node) is finished
-// by running it again; a second run answers zeros. The profile and the
+// pipeline per node. The erasure takes the index first (store.TakeIndex:
+// its elements move to the erasures' work set); a round's board shards
+// leave that set only once they are erased, so an erasure cut short (a
+// crash, a failed node) is finished by running it again; a second run
+// answers zeros. The profile and the
 // member's per-family rate windows go last.
 func (s *Service) EraseMember(ctx context.Context, user string, r Erasure) (ErasureResult, error) {
 	if !rank.ValidMember(user) {
@@ -83,15 +86,19 @@ func (s *Service) EraseMember(ctx context.Context, user string, r Erasure) (Eras
 		}
 		out.LedgerRows = er.Rows()
 	}
-	zs, err := s.eraseBE.MemberBoards(ctx, idx)
+	// The index moves to the erasures' work set; writes that run meanwhile
+	// add to a fresh index, which this erasure leaves alone (they survive
+	// it, indexed).
+	zs, err := s.eraseBE.TakeIndex(ctx, idx)
 	if err != nil {
-		return out, rank.Unavailable(err, "reading the board index of %s; retry the erasure", user)
+		return out, rank.Unavailable(err, "taking the board index of %s; retry the erasure", user)
 	}
+	work := shard.IndexWork(idx)
 	sort.Strings(zs)
 	left := map[string]shard.Board{} // board name → board, of the boards the member left
 	for len(zs) > 0 {
 		n := min(len(zs), s.eraseChunk)
-		if err := s.eraseRound(ctx, user, idx, zs[:n], left); err != nil {
+		if err := s.eraseRound(ctx, user, work, zs[:n], left); err != nil {
 			out.Boards = len(left)
 			s.dropErased(ctx, left)
 			return out, err
@@ -120,9 +127,10 @@ func (s *Service) EraseMember(ctx context.Context, user string, r Erasure) (Eras
 }
 
 // eraseRound erases the member from a round of indexed board shards (and
-// the derived boards of each), then forgets in the index those whose every
-// erasure succeeded; left gains the boards the member was removed from.
-func (s *Service) eraseRound(ctx context.Context, user, idx string, zs []string, left map[string]shard.Board) error {
+// the derived boards of each), then forgets in the erasures' work set
+// (work) those whose every erasure succeeded; left gains the boards the
+// member was removed from.
+func (s *Service) eraseRound(ctx context.Context, user, work string, zs []string, left map[string]shard.Board) error {
 	var es []store.Erase
 	var boards []shard.Board
 	owner := make([]int, 0, len(zs)) // es index → zs index
@@ -177,7 +185,7 @@ func (s *Service) eraseRound(ctx context.Context, user, idx string, zs []string,
 			done = append(done, z)
 		}
 	}
-	if err := s.eraseBE.ForgetBoards(ctx, idx, done); err != nil && firstErr == nil {
+	if err := s.eraseBE.ForgetBoards(ctx, work, done); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	if firstErr != nil {

@@ -396,3 +396,66 @@ func TestMemberBoardIndex(t *testing.T) {
 		t.Fatalf("index after the retry: %v %v, want the 2 board shards of e1", again, err)
 	}
 }
+
+// racingErase runs write once, after an erasure's first round erased its
+// board shards and before it forgets them in the member's board index: a
+// write of the member that lands between the two.
+type racingErase struct {
+	EraseBackend
+	once  sync.Once
+	write func()
+}
+
+func (r *racingErase) ForgetBoards(ctx context.Context, key string, zs []string) error {
+	r.once.Do(r.write)
+	return r.EraseBackend.ForgetBoards(ctx, key, zs)
+}
+
+// A write that places the member on a board shard the erasure has just
+// cleaned, before the erasure forgets that shard, survives the erasure and
+// is in the index: an acknowledged write is always there, so the next
+// erasure finds it.
+func TestEraseMemberRacingAWrite(t *testing.T) {
+	t.Parallel()
+	svc := newClusterService(t, eraseFamilies)
+	ctx := context.Background()
+	mustApplyEvent(t, svc, sumEv("e1", "f", "u1", 2, map[string]string{"class": "c1"}))
+	idx := svc.layout.MemberBoards("u1")
+	before, err := svc.eraseBE.MemberBoards(ctx, idx)
+	if err != nil || len(before) != 2 {
+		t.Fatalf("index of u1: %v %v, want the 2 board shards of e1", before, err)
+	}
+	raced := sumEv("e2", "f", "u1", 3, map[string]string{"class": "c1"})
+	var racedErr error
+	be := svc.eraseBE
+	svc.eraseBE = &racingErase{EraseBackend: be, write: func() { _, racedErr = svc.ApplyEvent(ctx, raced) }}
+	if er, err := svc.EraseMember(ctx, "u1", eraser); err != nil || er.Boards != 2 {
+		t.Fatalf("erasure: %+v %v, want u1 erased from the 2 boards of e1", er, err)
+	}
+	if racedErr != nil {
+		t.Fatalf("write during the erasure: %v", racedErr)
+	}
+	after, err := be.MemberBoards(ctx, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(after)
+	slices.Sort(before)
+	if !slices.Equal(after, before) {
+		t.Fatalf("index after the erasure: %v, want the 2 board shards the write during it placed u1 on (%v)", after, before)
+	}
+	for _, dim := range []string{"national", "class:c1"} {
+		ref := BoardRef{Family: "f", Period: svc.families["f"].spec.At(svc.now()).ID, Dimension: dim}
+		if ms, err := svc.Member(ctx, ref, "u1", ReadOptions{Consistency: ConsistencyPrimary}); err != nil || ms.Points != 3 {
+			t.Fatalf("u1 on %s after the erasure: %+v %v, want the 3 points of the write during it", dim, ms, err)
+		}
+	}
+	svc.eraseBE = be
+	er, err := svc.EraseMember(ctx, "u1", eraser)
+	if err != nil || er.Boards != 2 {
+		t.Fatalf("second erasure: %+v %v, want u1 erased from the 2 boards of e2", er, err)
+	}
+	if zs, err := be.MemberBoards(ctx, idx); err != nil || len(zs) != 0 {
+		t.Fatalf("index after the second erasure: %v %v, want empty", zs, err)
+	}
+}

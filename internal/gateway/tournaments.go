@@ -515,7 +515,10 @@ func (s *Service) Join(ctx context.Context, id, user string) (JoinResult, error)
 // then, on a board of several shards, every member in (new or not: a
 // retried join repairs a mark a failure left out) is marked joined on their
 // own shard, where their gated writes check it (one pipeline); in ledger
-// mode the ledger records the seats (one statement).
+// mode the ledger records the seats (one statement). When the index, the
+// seats and the marks took store.DefaultIndexWindow or more, the index
+// learns them once more (an erasure that took the index meanwhile may have
+// erased before the seat was taken).
 func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string, maxSize, nowMs int64) ([]store.JoinResult, error) {
 	idx := make(map[string][]string, len(members))
 	seat := s.layout.ZKey(k.b, 0, k.n)
@@ -526,6 +529,7 @@ func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string,
 		}
 		idx[s.layout.MemberBoards(m)] = zs
 	}
+	sent := time.Now()
 	if err := s.eraseBE.IndexMemberBoards(ctx, idx); err != nil {
 		return nil, err
 	}
@@ -544,9 +548,16 @@ func (s *Service) joinMembers(ctx context.Context, k joinKeys, members []string,
 			marks = append(marks, store.JoinMark{Joins: shard.JoinsKey(s.layout.ZKey(k.b, j, k.n)), Member: m})
 		}
 	}
-	// A failure of either: a retried join answers "in" and does both again.
+	// A failure of any: a retried join answers "in" and does them again.
 	if err := s.tourBE.MarkJoined(ctx, marks, nowMs); err != nil {
 		return nil, err
+	}
+	if time.Since(sent) >= store.DefaultIndexWindow {
+		// Slower than an erasure's wait after taking the index: index
+		// again, after the seats are taken (see store.Write.Index).
+		if err := s.eraseBE.IndexMemberBoards(ctx, idx); err != nil {
+			return nil, err
+		}
 	}
 	if s.ledger != nil {
 		if err := s.ledger.RecordJoins(ctx, k.b.Family, k.b.Period, in); err != nil {

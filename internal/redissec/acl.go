@@ -43,7 +43,8 @@ import (
 //     incrby, get, hgetall, multi and exec (member bans and their version;
 //     lifting a ban is unban.lua), cluster|getkeysinslot (a removal drops
 //     a board's shared cache copies: the keys of its one slot).
-//   - erasure: sadd, smembers, srem (a member's board index), exists and
+//   - erasure: sadd, smembers, srem (a member's board index and its
+//     erasures' work set), take_index.lua (smembers, sadd, del), exists and
 //     del (the member's profile, rate windows), erase.lua (exists, hdel,
 //     hget, hincrby, xadd, zrem, zscore).
 //   - layout and readiness: memory|usage, cluster|slots, cluster|info,

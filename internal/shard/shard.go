@@ -357,6 +357,15 @@ func (l Layout) MemberBoards(member string) string {
 	return l.Prefix + ":{p:" + member + "}:boards"
 }
 
+// IndexWork returns the work set of the erasures of a member (beside the
+// member board index that MemberBoards names, under the member's tag): an
+// erasure moves the index's elements into it, erases those board shards,
+// and removes each from it once erased there, while writes that run
+// meanwhile add to a fresh index, which that erasure leaves alone.
+func IndexWork(index string) string {
+	return strings.TrimSuffix(index, ":boards") + ":erasing"
+}
+
 // ShardKeys returns every key of the board shard whose sorted set is z
 // (an element of MemberBoards), as Keys lays them out.
 func ShardKeys(z string) Keys {

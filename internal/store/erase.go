@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -49,7 +50,7 @@ func (s *Store) EraseMember(ctx context.Context, es []Erase) []EraseResult {
 			args = append(args, "~feed", es[i].FeedLen)
 		}
 		return eraseScript, EraseKeys(es[i]), args
-	})
+	}, nil)
 	for i, cmd := range cmds {
 		if err := cmd.Err(); err != nil {
 			s.m.scriptErrors.WithLabelValues("erase").Inc()
@@ -75,14 +76,54 @@ func (s *Store) EraseMember(ctx context.Context, es []Erase) []EraseResult {
 	return out
 }
 
+// TakeIndex starts an erasure of the member whose board index is index: in
+// one script under the member's tag it moves the index's elements to the
+// erasures' work set (shard.IndexWork) and answers every element of that
+// set; then it waits the store's IndexWindow, so that the script of every
+// write whose SADD it took has run before the erasure erases (see
+// Write.Index). The erasure removes each element from the work set once
+// erased there (ForgetBoards); what it does not get to stays for the next.
+func (s *Store) TakeIndex(ctx context.Context, index string) ([]string, error) {
+	tctx, cancel := s.deadline(ctx)
+	zs, err := takeIndexScript.Run(tctx, s.rw, []string{index, shard.IndexWork(index)}).StringSlice()
+	cancel()
+	if err != nil {
+		s.m.scriptErrors.WithLabelValues("take_index").Inc()
+		return nil, s.fail("take_index", fmt.Errorf("member board index %s: %w", index, err))
+	}
+	t := time.NewTimer(s.indexWindow)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return zs, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
 // MemberBoards reads a member's board index (shard.Layout.MemberBoards)
-// from the primary.
+// from the primary, with the elements of its erasures' work set
+// (shard.IndexWork) that are not erased yet: one pipeline, one slot.
 func (s *Store) MemberBoards(ctx context.Context, key string) ([]string, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	v, err := s.rw.SMembers(ctx, key).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	pipe := s.rw.Pipeline()
+	idx, work := pipe.SMembers(ctx, key), pipe.SMembers(ctx, shard.IndexWork(key))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail("smembers", fmt.Errorf("member board index %s: %w", key, err))
+	}
+	v, w := idx.Val(), work.Val()
+	if len(w) == 0 {
+		return v, nil
+	}
+	seen := make(map[string]bool, len(v))
+	for _, z := range v {
+		seen[z] = true
+	}
+	for _, z := range w {
+		if !seen[z] {
+			v = append(v, z)
+		}
 	}
 	return v, nil
 }

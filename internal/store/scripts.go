@@ -64,6 +64,7 @@ var (
 	gateScript         = script("#!lua", "gate.lua") // ledger mode: checks before the commit
 	rateScript         = script("#!lua", "rate.lua")
 	eraseScript        = script("#!lua", "erase.lua")
+	takeIndexScript    = script("#!lua", "take_index.lua")
 	placeScript        = script("#!lua", "place.lua") // leagues: a member's cohort
 )
 
@@ -76,7 +77,7 @@ func Scripts() map[string]*redis.Script {
 		"unban": unbanScript, "derive": deriveScript, "rate": rateScript,
 		"gated_apply": gatedApplyScript, "gated_columns": gatedColumnsScript, "join": joinScript, "tournament": tournamentScript,
 		"gate":  gateScript,
-		"erase": eraseScript,
+		"erase": eraseScript, "take_index": takeIndexScript,
 		"place": placeScript,
 	}
 }

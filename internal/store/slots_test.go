@@ -235,15 +235,16 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		var keys []string
 		members := []string{"u1001", "B", "a.b@c", "Z9", "u1002", "u1003", "u1004", "u1005"}
 		for _, m := range members {
-			keys = append(keys, layout.MemberRate(m, "learning"), layout.MemberRate(m, "game"), layout.Profile(m), layout.MemberBoards(m))
+			keys = append(keys, layout.MemberRate(m, "learning"), layout.MemberRate(m, "game"), layout.Profile(m), layout.MemberBoards(m),
+				shard.IndexWork(layout.MemberBoards(m)))
 		}
 		slots := liveSlots(t, ctx, node, keys)
 		distinct := map[int]bool{}
-		for i := 0; i < len(keys); i += 4 {
+		for i := 0; i < len(keys); i += 5 {
 			distinct[slots[keys[i+3]]] = true
-			if slots[keys[i]] != slots[keys[i+2]] || slots[keys[i+1]] != slots[keys[i+2]] || slots[keys[i+3]] != slots[keys[i+2]] {
-				t.Errorf("%q, %q, %q and %q are in slots %d, %d, %d, %d: a member's keys must share one", keys[i], keys[i+1], keys[i+2], keys[i+3],
-					slots[keys[i]], slots[keys[i+1]], slots[keys[i+2]], slots[keys[i+3]])
+			if slots[keys[i]] != slots[keys[i+2]] || slots[keys[i+1]] != slots[keys[i+2]] || slots[keys[i+3]] != slots[keys[i+2]] || slots[keys[i+4]] != slots[keys[i+2]] {
+				t.Errorf("%q, %q, %q, %q and %q are in slots %d, %d, %d, %d, %d: a member's keys must share one", keys[i], keys[i+1], keys[i+2], keys[i+3], keys[i+4],
+					slots[keys[i]], slots[keys[i+1]], slots[keys[i+2]], slots[keys[i+3]], slots[keys[i+4]])
 			}
 			if shard.Slot(keys[i+3]) != slots[keys[i+3]] {
 				t.Errorf("shard.Slot(%q) = %d, CLUSTER KEYSLOT = %d", keys[i+3], shard.Slot(keys[i+3]), slots[keys[i+3]])

@@ -63,7 +63,16 @@ type Options struct {
 	// master either (a failover's demoted master, a node whose slots all
 	// moved, a removed node). Default DefaultReadClientPrune.
 	ReadClientPrune time.Duration
+	// IndexWindow: a write whose pipeline answered within it is indexed by
+	// the SADD of that pipeline; a slower one adds its board shards again
+	// after its scripts answered (see Write.Index), and an erasure waits
+	// this long between taking the index (TakeIndex) and erasing. Default
+	// DefaultIndexWindow.
+	IndexWindow time.Duration
 }
+
+// DefaultIndexWindow is Options.IndexWindow's default.
+const DefaultIndexWindow = 250 * time.Millisecond
 
 // TracerName is the instrumentation scope of the rueidis transport's spans.
 const TracerName = "github.com/rankgate/rankgate/internal/store"
@@ -82,6 +91,8 @@ type Store struct {
 	// nil: direct reads use the master's go-redis client.
 	direct *directClients
 	tracer trace.Tracer // nil: no spans
+	// indexWindow: Options.IndexWindow.
+	indexWindow time.Duration
 }
 
 type metrics struct {
@@ -136,10 +147,10 @@ func newMetrics(reg prometheus.Registerer, directClients func() float64) (*metri
 	// Every series exists from the start, so dashboards and alerts see zeros.
 	for _, op := range []string{"write", "seek", "position", "zmscore", "zcount", "zcard", "period", "incrby", "sadd",
 		"smembers", "xadd", "xrange", "profile", "profiles", "snapshot", "memory", "cluster_slots", "state", "expire",
-		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed", "srem", "erase", "del"} {
+		"rebuild", "zscan", "derive", "wait", "shared_get", "shared_set", "shared_lease", "hmget", "feed", "srem", "erase", "del", "take_index"} {
 		m.errors.WithLabelValues(op)
 	}
-	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive", "erase"} {
+	for _, sc := range []string{"apply", "reverse", "project", "seek", "position", "snapshot", "swap", "columns", "members", "derive", "erase", "take_index"} {
 		m.scriptErrors.WithLabelValues(sc)
 	}
 	if reg != nil {
@@ -172,6 +183,9 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	if o.ReadClientPrune <= 0 {
 		o.ReadClientPrune = DefaultReadClientPrune
 	}
+	if o.IndexWindow <= 0 {
+		o.IndexWindow = DefaultIndexWindow
+	}
 	// direct: set below for the rueidis transport; atomic, for a scrape of
 	// the registry may read it while New still builds it.
 	var direct atomic.Pointer[directClients]
@@ -184,7 +198,8 @@ func New(rw, ro redis.UniversalClient, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{rw: rw, ro: ro, timeout: o.Timeout, waitN: o.WaitReplicas, waitT: o.WaitTimeout, log: o.Logger, m: m}
+	st := &Store{rw: rw, ro: ro, timeout: o.Timeout, waitN: o.WaitReplicas, waitT: o.WaitTimeout, log: o.Logger, m: m,
+		indexWindow: o.IndexWindow}
 	switch o.ReadTransport {
 	case "", TransportRueidis:
 		health := o.Health
@@ -335,15 +350,18 @@ type Write struct {
 	// Gate (tournaments, KindApply only): the join and attempt checks run
 	// in the same script as the write (gated apply or columns).
 	Gate *Gate
-	// Index is the member's board index (shard.Layout.MemberBoards). When
-	// the script placed the member on a shard it was absent from — or
-	// answered a replay (dup, stale), which may be the retry of a write
-	// whose index update failed — Write adds Keys.Z to it in a second
-	// pipeline (one SADD per index), so every board shard an acknowledged
-	// write placed the member on is listed, and a member already on the
-	// shard costs nothing more. A failed SADD fails the writes it carried
-	// (a retry is safe: the scripts dedupe, and the replay indexes). ""
-	// (reversals, removals, absent projections): no index.
+	// Index is the member's board index (shard.Layout.MemberBoards). The
+	// write's pipeline also adds Keys.Z to it, beside the script (one SADD
+	// per index and Write call, whatever the script answers), so every
+	// board shard an acknowledged write may have placed the member on is
+	// listed without a second round trip. A write whose pipeline took
+	// IndexWindow or more adds it again after its script answered: an
+	// erasure that took the index (TakeIndex) waits IndexWindow before it
+	// erases, so the script of a write whose SADD it took has run by then,
+	// and a later SADD lands in the fresh index that erasure leaves alone.
+	// A failed SADD fails the writes it carried (a retry is safe: the
+	// scripts dedupe). "" (reversals, removals, absent projections): no
+	// index.
 	Index string
 }
 
@@ -552,9 +570,12 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 	}
 	out := make([]WriteResult, len(ws))
 	calls := scriptCalls(ws)
+	var idx []indexAdd
+	sent := time.Now()
 	cmds := s.evalPipelined(ctx, len(calls), func(i int) (*redis.Script, []string, []any) {
 		return calls[i].sc, calls[i].keys, calls[i].args
-	})
+	}, func(pipe redis.Pipeliner) { idx = indexAdds(ctx, pipe, ws) })
+	took := time.Since(sent)
 	for i, c := range calls {
 		cmd := cmds[i]
 		if err := cmd.Err(); err != nil {
@@ -589,59 +610,99 @@ func (s *Store) Write(ctx context.Context, ws []Write) []WriteResult {
 			}
 		}
 	}
-	s.indexPlaced(ctx, ws, out)
+	s.settleIndex(ctx, idx, out, took)
 	return out
-}
-
-// indexPlaced adds to their members' board indexes the board shards the
-// writes placed them on (see Write.Index), in one pipelined round trip; a
-// failed SADD fails the writes it carried.
-func (s *Store) indexPlaced(ctx context.Context, ws []Write, out []WriteResult) {
-	var pipe redis.Pipeliner
-	var idx []indexAdd
-	var members [][]any
-	for j, w := range ws {
-		r := out[j]
-		if w.Index == "" || r.Err != nil || r.After == nil {
-			continue
-		}
-		if r.Before != nil && r.Status != StatusDup && r.Status != StatusStale {
-			continue // the member was on the shard already
-		}
-		k := slices.IndexFunc(idx, func(a indexAdd) bool { return a.key == w.Index })
-		if k < 0 {
-			k = len(idx)
-			idx = append(idx, indexAdd{key: w.Index})
-			members = append(members, nil)
-		}
-		idx[k].ws = append(idx[k].ws, j)
-		if !slices.Contains(members[k], any(w.Keys.Z)) {
-			members[k] = append(members[k], w.Keys.Z)
-		}
-	}
-	if len(idx) == 0 {
-		return
-	}
-	pipe = s.rw.Pipeline()
-	for k := range idx {
-		idx[k].cmd = pipe.SAdd(ctx, idx[k].key, members[k]...)
-	}
-	_, _ = pipe.Exec(ctx)
-	for _, a := range idx {
-		if err := a.cmd.Err(); err != nil {
-			err = s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err))
-			for _, j := range a.ws {
-				out[j] = WriteResult{Err: err}
-			}
-		}
-	}
 }
 
 // indexAdd is one SADD of a Write call to a member's board index.
 type indexAdd struct {
-	key string
-	cmd *redis.IntCmd
-	ws  []int // the writes it lists
+	key     string
+	zs      []any // the board shards' sorted sets
+	ws      []int // the writes it lists
+	cmd     *redis.IntCmd
+	recheck bool
+}
+
+// indexAdds queues on pipe, beside the writes' scripts, one SADD per member
+// board index the writes name (Write.Index), listing their board shards'
+// sorted sets. A batch's writes of one member are neighbours (one event's
+// boards), so the last add is tried before the map.
+func indexAdds(ctx context.Context, pipe redis.Pipeliner, ws []Write) []indexAdd {
+	var adds []indexAdd
+	var at map[string]int // index key → its add, once there are several
+	for j, w := range ws {
+		if w.Index == "" {
+			continue
+		}
+		k := len(adds) - 1
+		if k < 0 || adds[k].key != w.Index {
+			var ok bool
+			if k, ok = at[w.Index]; !ok {
+				k = len(adds)
+				adds = append(adds, indexAdd{key: w.Index})
+				if k == 1 {
+					at = map[string]int{adds[0].key: 0}
+				}
+				if at != nil {
+					at[w.Index] = k
+				}
+			}
+		}
+		adds[k].ws = append(adds[k].ws, j)
+		if !slices.Contains(adds[k].zs, any(w.Keys.Z)) {
+			adds[k].zs = append(adds[k].zs, w.Keys.Z)
+		}
+	}
+	for k := range adds {
+		adds[k].cmd = pipe.SAdd(ctx, adds[k].key, adds[k].zs...)
+	}
+	return adds
+}
+
+// settleIndex reads the index adds of a Write (took: from sending its
+// pipeline to its last answer). A failed add fails the writes it carried.
+// When the pipeline took indexWindow or more, the adds of writes that
+// succeeded are sent again now that their scripts have answered (a second
+// round trip). Why that is enough: an erasure takes the index (moves its
+// elements to its work set) and waits indexWindow before it erases; a SADD
+// it took was sent less than indexWindow before the write's script
+// answered, so that script has run before the erasure reaches its shard; a
+// SADD after the take lands in the fresh index, which the erasure leaves
+// alone.
+func (s *Store) settleIndex(ctx context.Context, adds []indexAdd, out []WriteResult, took time.Duration) {
+	var pipe redis.Pipeliner
+	fail := func(a indexAdd, err error) {
+		err = s.fail("sadd", fmt.Errorf("member board index %s: %w", a.key, err))
+		for _, j := range a.ws {
+			if out[j].Err == nil {
+				out[j] = WriteResult{Err: err}
+			}
+		}
+	}
+	for k := range adds {
+		a := &adds[k]
+		if err := a.cmd.Err(); err != nil {
+			fail(*a, err)
+			continue
+		}
+		if took < s.indexWindow || !slices.ContainsFunc(a.ws, func(j int) bool { return out[j].Err == nil }) {
+			continue
+		}
+		if pipe == nil {
+			pipe = s.rw.Pipeline()
+		}
+		a.recheck = true
+		a.cmd = pipe.SAdd(ctx, a.key, a.zs...)
+	}
+	if pipe == nil {
+		return
+	}
+	_, _ = pipe.Exec(ctx)
+	for _, a := range adds {
+		if a.recheck && a.cmd.Err() != nil {
+			fail(a, a.cmd.Err())
+		}
+	}
 }
 
 // scriptCall is one script call of a Write: one write, or (many) every
@@ -708,15 +769,19 @@ func scriptCalls(ws []Write) []scriptCall {
 }
 
 // evalPipelined runs n script calls (call(i) names the i-th) in one
-// pipelined round trip (one per node); a call whose EVALSHA met NOSCRIPT (a
-// restarted or promoted node, go-redis #3228) is re-run with EVAL in a second
-// pipeline. Each command carries its own error.
-func (s *Store) evalPipelined(ctx context.Context, n int, call func(i int) (*redis.Script, []string, []any)) []*redis.Cmd {
+// pipelined round trip (one per node), with whatever more (when not nil)
+// queues beside them; a call whose EVALSHA met NOSCRIPT (a restarted or
+// promoted node, go-redis #3228) is re-run with EVAL in a second pipeline.
+// Each command carries its own error.
+func (s *Store) evalPipelined(ctx context.Context, n int, call func(i int) (*redis.Script, []string, []any), more func(redis.Pipeliner)) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, n)
 	pipe := s.rw.Pipeline()
 	for i := range n {
 		sc, keys, args := call(i)
 		cmds[i] = sc.EvalSha(ctx, pipe, keys, args...)
+	}
+	if more != nil {
+		more(pipe)
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read by the caller
 	var rerun redis.Pipeliner

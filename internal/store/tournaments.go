@@ -206,7 +206,7 @@ func (s *Store) HoldAttempts(ctx context.Context, hs []Hold) ([]string, error) {
 			op = "give"
 		}
 		return gateScript, []string{h.Gate.Joins, h.Gate.Attempts}, []any{op, h.EventID, h.Member, flag(h.Gate.JoinRequired), h.Gate.MaxAttempts}
-	})
+	}, nil)
 	out := make([]string, len(hs))
 	for i, cmd := range cmds {
 		st, err := cmd.Text()
