@@ -29,7 +29,7 @@ type Scenario struct {
 	Mode     string        `yaml:"mode" json:"mode"` // open | closed
 	Rate     int           `yaml:"rate" json:"rate"` // open loop: requests per second
 	Duration time.Duration `yaml:"duration" json:"duration_ns"`
-	Workers  int           `yaml:"workers" json:"workers"`   // closed loop: concurrent workers
+	Workers  int           `yaml:"workers" json:"workers"` // closed loop: concurrent workers
 	// Client is the closed loop's HTTP client: "transport" (net/http's
 	// Client, the default) or "conn" (one HTTP/1.1 connection per worker,
 	// written and read by the worker itself: no goroutine hand-offs, no
