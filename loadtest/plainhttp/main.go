@@ -9,6 +9,9 @@
 // and any other request with the file given by -body, as application/json
 // with Content-Length and Cache-Control: max-age=1, like a cached read.
 //
+// It imports nothing but the standard library: a yardstick holds none of
+// the gateway's code.
+//
 //	plainhttp -listen 127.0.0.1:18182 -body top100.json -ready-file ready
 package main
 
