@@ -7,6 +7,15 @@ import (
 	"time"
 )
 
+// workerExecutor is an Executor that gives each closed-loop worker one of
+// its own (a connection, buffers), closed when the worker ends.
+type workerExecutor interface {
+	ForWorker() interface {
+		Executor
+		Close()
+	}
+}
+
 // closedLoop runs sc.Workers workers, each sending its next request as soon
 // as the previous one answered, until the duration (or the request cap) is
 // used up. It measures capacity (throughput at a given concurrency); its
@@ -22,6 +31,12 @@ func closedLoop(ctx context.Context, sc *Scenario, exec Executor, w *World, sh *
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			exec := exec
+			if f, ok := exec.(workerExecutor); ok {
+				wx := f.ForWorker()
+				defer wx.Close()
+				exec = wx
+			}
 			gen := NewGen(w, sc.Seed, uint64(i+1), sh)
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				if limit > 0 && issued.Add(1) > limit {

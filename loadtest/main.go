@@ -97,6 +97,7 @@ func bindFlags(fs *flag.FlagSet, sc *Scenario, c *cli) {
 	fs.IntVar(&sc.Rate, "rate", sc.Rate, "open loop: requests per second")
 	fs.DurationVar(&sc.Duration, "duration", sc.Duration, "length of the load phase (≤ 1h; 0: prefill only)")
 	fs.IntVar(&sc.Workers, "workers", sc.Workers, "closed loop: concurrent workers")
+	fs.StringVar(&sc.Client, "client", sc.Client, `closed loop: HTTP client, "transport" (net/http's, default) or "conn" (one HTTP/1.1 connection per worker, read and written by the worker: the cheapest client)`)
 	fs.Int64Var(&sc.Requests, "requests", sc.Requests, "stop after this many requests (0: rate × duration, or the duration alone in closed loop)")
 	fs.DurationVar(&sc.Timeout, "timeout", sc.Timeout, "per-request timeout")
 	fs.Uint64Var(&sc.Seed, "seed", sc.Seed, "random seed of the operation mix")
@@ -342,6 +343,13 @@ func prepareTarget(ctx context.Context, target string, sc *Scenario, w *World, r
 		}
 		t.api = newHTTPAPI(w)
 		t.exec = &gatewayExec{api: t.api, client: newHTTPClient(max(sc.Workers, 64), sc.Timeout)}
+		if sc.Client == ClientConn {
+			ce, err := newConnExec(t.api)
+			if err != nil {
+				return nil, err
+			}
+			t.exec = ce
+		}
 		t.res.Period, t.res.NationalMembers = gatewayBoardSize(ctx, sc)
 	case "baseline":
 		cfg, err := loadGatewayConfig(sc.Config)

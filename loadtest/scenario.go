@@ -29,7 +29,12 @@ type Scenario struct {
 	Mode     string        `yaml:"mode" json:"mode"` // open | closed
 	Rate     int           `yaml:"rate" json:"rate"` // open loop: requests per second
 	Duration time.Duration `yaml:"duration" json:"duration_ns"`
-	Workers  int           `yaml:"workers" json:"workers"`   // closed loop: concurrent workers
+	Workers  int           `yaml:"workers" json:"workers"` // closed loop: concurrent workers
+	// Client is the closed loop's HTTP client: "transport" (net/http's
+	// Client, the default) or "conn" (one HTTP/1.1 connection per worker,
+	// written and read by the worker itself: no goroutine hand-offs, no
+	// allocation per repeated request; connclient.go).
+	Client   string        `yaml:"client" json:"client,omitempty"`
 	Requests int64         `yaml:"requests" json:"requests"` // optional cap on requests (0: rate × duration)
 	Timeout  time.Duration `yaml:"timeout" json:"timeout_ns"`
 	Seed     uint64        `yaml:"seed" json:"seed"`
@@ -106,6 +111,15 @@ func (sc *Scenario) Validate() error {
 		}
 	default:
 		bad("mode", "must be open or closed, got %q", sc.Mode)
+	}
+	switch sc.Client {
+	case "", ClientTransport:
+	case ClientConn:
+		if sc.Mode != "closed" {
+			bad("client", "%q is for the closed loop only", ClientConn)
+		}
+	default:
+		bad("client", "must be %s or %s, got %q", ClientTransport, ClientConn, sc.Client)
 	}
 	// Every run is bounded in time (and, through rate × duration or
 	// requests, in count).

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -46,15 +47,43 @@ func encodeEntries(p Page) ([]byte, error) {
 	return appendEntries(make([]byte, 0, 64*len(p.Entries)+2), p.Entries)
 }
 
-// lazyBody holds bytes computed once, shared by copies of a cached page.
+// HitJSON is a cache hit's whole answer body — the page's JSON and a
+// newline — and its length as a Content-Length header value, both made once
+// per cached value and shared by every hit of it (callers must not modify
+// them); ok is false for a page that is no cache hit. Serving a hit then
+// allocates nothing: the bytes are written as they are.
+func (p Page) HitJSON() (body []byte, contentLength []string, ok bool, err error) {
+	if p.hit == nil || p.Source != SourceCache {
+		return nil, nil, false, nil
+	}
+	if _, err := p.MarshalJSON(); err != nil {
+		return nil, nil, true, err
+	}
+	return p.hit.line, p.hit.length, true, nil
+}
+
+// lazyBody holds bytes computed once, shared by copies of a cached page: the
+// JSON (b, capacity clipped, so that a caller's append copies it rather than
+// write into the shared array), the same with a newline (line), and line's
+// length as a header value.
 type lazyBody struct {
-	once sync.Once
-	b    []byte
-	err  error
+	once   sync.Once
+	b      []byte
+	line   []byte
+	length []string
+	err    error
 }
 
 func (l *lazyBody) get(f func() ([]byte, error)) ([]byte, error) {
-	l.once.Do(func() { l.b, l.err = f() })
+	l.once.Do(func() {
+		if l.b, l.err = f(); l.err != nil {
+			return
+		}
+		l.b = slices.Clip(l.b)
+		l.line = append(make([]byte, 0, len(l.b)+1), l.b...)
+		l.line = append(l.line, '\n')
+		l.length = []string{strconv.Itoa(len(l.line))}
+	})
 	return l.b, l.err
 }
 

@@ -174,3 +174,93 @@ func BenchmarkAnswerJSON(b *testing.B) {
 		})
 	}
 }
+
+// A cache hit's body (HitJSON) is the page's JSON and a newline, made once
+// and shared by every hit; every other page has none; the JSON handed out
+// has no spare capacity, so that a caller appending to it copies it.
+func TestPageHitJSON(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 29, 12, 0, 0, 123, time.UTC)
+	base := Page{ReadMeta: ReadMeta{Board: "f/all/national", Source: SourceCache, AsOf: at},
+		Entries: []rank.Entry{{User: "u1", Points: 9, Position: 0, Rank: 1}, {User: "u2", Points: 7, Position: 1, Rank: 2}}}
+	want, err := base.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, '\n')
+	entries, err := encodeEntries(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		title  string
+		p      Page
+		wantOK bool
+	}{
+		{"cache hit", Page{ReadMeta: base.ReadMeta, Entries: base.Entries, entriesJSON: entries, hit: &lazyBody{}}, true},
+		{"no hit body", base, false},
+		{"loaded, not from the cache", Page{ReadMeta: ReadMeta{Board: "f/all/national", Source: SourcePrimary, AsOf: at},
+			Entries: base.Entries, entriesJSON: entries, hit: &lazyBody{}}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.title, func(t *testing.T) {
+			t.Parallel()
+			body, length, ok, err := c.p.HitJSON()
+			if err != nil || ok != c.wantOK {
+				t.Fatalf("HitJSON: ok %v, err %v; want ok %v", ok, err, c.wantOK)
+			}
+			if !ok {
+				if body != nil || length != nil {
+					t.Fatalf("no hit, yet body %q, length %v", body, length)
+				}
+				return
+			}
+			if string(body) != string(want) {
+				t.Fatalf("body\n%s\nwant\n%s", body, want)
+			}
+			if len(length) != 1 || length[0] != fmt.Sprint(len(want)) {
+				t.Fatalf("Content-Length %v, want [%d]", length, len(want))
+			}
+			// Copies of the page share the bytes, made once.
+			q := c.p
+			q.MaxAge = time.Second
+			body2, length2, _, _ := q.HitJSON()
+			if &body2[0] != &body[0] || &length2[0] != &length[0] {
+				t.Fatal("a copy of the hit encoded its body again")
+			}
+			j, err := c.p.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cap(j) != len(j) {
+				t.Fatalf("the shared JSON has spare capacity (%d > %d): an append would write into it", cap(j), len(j))
+			}
+		})
+	}
+}
+
+// Hits served at once read the same shared bytes (run with -race).
+func TestPageHitJSONConcurrent(t *testing.T) {
+	t.Parallel()
+	p := Page{ReadMeta: ReadMeta{Board: "f/all/national", Source: SourceCache, AsOf: time.Unix(0, 0).UTC()},
+		Entries: []rank.Entry{{User: "u1", Points: 9, Position: 0, Rank: 1}}, hit: &lazyBody{}}
+	var err error
+	if p.entriesJSON, err = encodeEntries(p); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 8)
+	for range 8 {
+		go func() {
+			b, _ := p.MarshalJSON()
+			b = append(b, '\n') // what a caller of MarshalJSON may do
+			body, _, _, _ := p.HitJSON()
+			done <- string(b) + string(body)
+		}()
+	}
+	first := <-done
+	for range 7 {
+		if got := <-done; got != first {
+			t.Fatalf("hits answered %q and %q", first, got)
+		}
+	}
+}

@@ -278,6 +278,21 @@ func (s *server) period(w http.ResponseWriter, r *http.Request) error {
 }
 
 func writePage(w http.ResponseWriter, p gateway.Page) error {
+	body, length, ok, err := p.HitJSON()
+	if ok {
+		// A cache hit: bytes encoded once per cached value, written as they
+		// are, with header values shared by every hit (nothing allocated).
+		if err != nil {
+			return fmt.Errorf("encoding %T response: %w", p, err)
+		}
+		h := w.Header()
+		h["Content-Type"] = jsonContentType
+		h["Content-Length"] = length
+		h["Cache-Control"] = cacheControlValue(p.ReadMeta)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body) // a client that went away is not our error
+		return nil
+	}
 	if p.Entries == nil {
 		p.Entries = []rank.Entry{}
 	}
@@ -287,16 +302,40 @@ func writePage(w http.ResponseWriter, p gateway.Page) error {
 // writeRead answers a read, cacheable by clients only when the gateway
 // served it from its cache, and for no longer than the cache keeps it.
 func writeRead(w http.ResponseWriter, meta gateway.ReadMeta, v any) error {
-	w.Header().Set("Cache-Control", cacheControl(meta))
+	w.Header()["Cache-Control"] = cacheControlValue(meta)
 	return writeJSON(w, http.StatusOK, v)
 }
 
-func cacheControl(m gateway.ReadMeta) string {
+// jsonContentType is the Content-Type header value of JSON answers, shared
+// (a header's value slices are only read once set; Add would copy it).
+var jsonContentType = []string{"application/json"}
+
+// Shared Cache-Control header values: no-store, and max-age for up to
+// maxAgeShared seconds.
+const maxAgeShared = 300
+
+var (
+	noStore     = []string{"no-store"}
+	maxAgeValue = func() [][]string {
+		v := make([][]string, maxAgeShared+1)
+		for i := range v {
+			v[i] = []string{"max-age=" + strconv.Itoa(i)}
+		}
+		return v
+	}()
+)
+
+// cacheControlValue is the Cache-Control header value of a read (shared:
+// not to be modified).
+func cacheControlValue(m gateway.ReadMeta) []string {
 	if m.Source != gateway.SourceCache || m.MaxAge <= 0 || m.Partial {
-		return "no-store"
+		return noStore
 	}
-	secs := (m.MaxAge + time.Second - 1) / time.Second
-	return "max-age=" + strconv.FormatInt(int64(secs), 10)
+	secs := int64((m.MaxAge + time.Second - 1) / time.Second)
+	if secs <= maxAgeShared {
+		return maxAgeValue[secs]
+	}
+	return []string{"max-age=" + strconv.FormatInt(secs, 10)}
 }
 
 // Service endpoints.

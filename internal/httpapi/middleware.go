@@ -121,12 +121,36 @@ func (s *server) observe(r *http.Request, rw *responseWriter, d time.Duration) {
 		span.SetAttributes(attribute.String("http.route", path))
 	}
 	method := methodLabel(r.Method)
-	code := strconv.Itoa(status)
+	code := statusLabel(status)
 	s.metrics.requests.WithLabelValues(route, method, code).Inc()
 	s.metrics.duration.WithLabelValues(route, method, code).Observe(d.Seconds())
-	s.log.Log(r.Context(), logLevel(status), "http request",
-		"method", r.Method, "route", route, "path", r.URL.Path,
-		"status", status, "duration", d, "bytes", rw.bytes)
+	// The access log's attributes are built only when the line is written
+	// (a served read logs at debug, off by default).
+	if level := logLevel(status); s.log.Enabled(r.Context(), level) {
+		s.log.Log(r.Context(), level, "http request",
+			"method", r.Method, "route", route, "path", r.URL.Path,
+			"status", status, "duration", d, "bytes", rw.bytes)
+	}
+}
+
+// statusLabel is the code label of a status: the common ones without an
+// allocation.
+func statusLabel(status int) string {
+	switch status {
+	case http.StatusOK:
+		return "200"
+	case http.StatusNotModified:
+		return "304"
+	case http.StatusBadRequest:
+		return "400"
+	case http.StatusNotFound:
+		return "404"
+	case http.StatusTooManyRequests:
+		return "429"
+	case http.StatusServiceUnavailable:
+		return "503"
+	}
+	return strconv.Itoa(status)
 }
 
 // linger sends the answer written so far, then reads and discards the rest
