@@ -119,6 +119,9 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func writeErrorBody(w http.ResponseWriter, b errorBody) {
 	status := statusOf(b.Code)
+	if cw, ok := w.(interface{ noteCode(rank.Code) }); ok {
+		cw.noteCode(b.Code)
+	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
@@ -126,11 +129,17 @@ func writeErrorBody(w http.ResponseWriter, b errorBody) {
 	_ = writeJSON(w, status, errorEnvelope{Error: b}) // cannot fail: strings only
 }
 
-// logLevel is the access-log level of a status.
-func logLevel(status int) slog.Level {
+// logLevel is the access-log level of an answer: its status, and for a
+// refusal its error code. The refusals a game's rules give by the thousand
+// — a full tournament at its start, attempts used, a member not joined or
+// not ranked yet — are answers like a 200 (debug); other 4xx are info, 5xx
+// warn.
+func logLevel(status int, code rank.Code) slog.Level {
 	switch {
 	case status >= 500:
 		return slog.LevelWarn
+	case code == rank.CodeTournamentFull || code == rank.CodeAttemptsExhausted || code == rank.CodeNotJoined || code == rank.CodeNotRanked:
+		return slog.LevelDebug
 	case status >= 400:
 		return slog.LevelInfo
 	default:

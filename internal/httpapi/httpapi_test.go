@@ -1080,6 +1080,35 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// TestAccessLogLevels: refusals a game's rules give by the thousand (a full
+// tournament, a member not ranked yet) log at DEBUG like a 200; other 4xx at
+// INFO.
+func TestAccessLogLevels(t *testing.T) {
+	t.Parallel()
+	svc := &fakeService{
+		join: func(context.Context, string, string) (gateway.JoinResult, error) {
+			return gateway.JoinResult{}, rank.Errorf(rank.CodeTournamentFull, "full")
+		},
+		member: func(context.Context, gateway.BoardRef, string, gateway.ReadOptions) (gateway.MemberStanding, error) {
+			return gateway.MemberStanding{}, rank.Errorf(rank.CodeNotRanked, "not ranked")
+		},
+	}
+	hs := newHarness(t, svc, nil)
+	check(t, "join status", hs.do("POST", "/v1/tournaments/cup/join", strings.NewReader(`{"user":"u1"}`)).Code, 409)
+	check(t, "member status", hs.do("GET", natPath+"/members/u1", nil).Code, 404)
+	check(t, "bad limit status", hs.do("GET", natPath+"/top?limit=x", nil).Code, 400)
+	logs := hs.log.String()
+	for _, want := range []string{
+		`"level":"DEBUG","msg":"http request","method":"POST","route":"POST /v1/tournaments/{id}/join"`,
+		`"level":"DEBUG","msg":"http request","method":"GET","route":"GET /v1/boards/{family}/{period}/{dimension}/members/{member}"`,
+		`"level":"INFO","msg":"http request","method":"GET","route":"GET /v1/boards/{family}/{period}/{dimension}/top"`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("access log lacks %s\n%s", want, logs)
+		}
+	}
+}
+
 func TestAuthSeam(t *testing.T) {
 	t.Parallel()
 	var seen []string

@@ -126,7 +126,7 @@ func (s *server) observe(r *http.Request, rw *responseWriter, d time.Duration) {
 	s.metrics.duration.WithLabelValues(route, method, code).Observe(d.Seconds())
 	// The access log's attributes are built only when the line is written
 	// (a served read logs at debug, off by default).
-	if level := logLevel(status); s.log.Enabled(r.Context(), level) {
+	if level := logLevel(status, rw.code); s.log.Enabled(r.Context(), level) {
 		s.log.Log(r.Context(), level, "http request",
 			"method", r.Method, "route", route, "path", r.URL.Path,
 			"status", status, "duration", d, "bytes", rw.bytes)
@@ -219,7 +219,12 @@ type responseWriter struct {
 	swallow bool // the mux's own body is being replaced
 	// bodyRefused: a handler refused the body after reading part of it.
 	bodyRefused bool
+	// code is the error code of an error answer (writeErrorBody).
+	code rank.Code
 }
+
+// noteCode records the error code of the answer (the access log's level).
+func (w *responseWriter) noteCode(c rank.Code) { w.code = c }
 
 func (w *responseWriter) WriteHeader(code int) {
 	if w.status != 0 {
