@@ -151,8 +151,9 @@ func TestPrefillEvents(t *testing.T) {
 // per call, the error to answer instead.
 type fakeWriter struct {
 	mu    sync.Mutex
-	calls int
-	fail  func(call int) error
+	tries map[uint64]int // a batch (its first event number) → calls of it
+	// fail answers a batch's try (1 for its first call) with an error, or nil.
+	fail  func(try int) error
 	ids   map[string]int64 // event id → points
 	users map[string]int   // member → events
 }
@@ -160,9 +161,12 @@ type fakeWriter struct {
 func (f *fakeWriter) events(_ context.Context, op *Op) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls++
+	if f.tries == nil {
+		f.tries = map[uint64]int{}
+	}
+	f.tries[op.Event]++
 	if f.fail != nil {
-		if err := f.fail(f.calls); err != nil {
+		if err := f.fail(f.tries[op.Event]); err != nil {
 			return err
 		}
 	}
@@ -181,8 +185,8 @@ func TestDirectPrefill(t *testing.T) {
 		wantErr string
 	}{
 		{name: "clean"},
-		{name: "transient errors are retried", fail: func(call int) error {
-			if call%3 == 1 {
+		{name: "transient errors are retried", fail: func(try int) error {
+			if try <= 2 { // every batch fails twice, then goes in
 				return errors.New("i/o timeout")
 			}
 			return nil
