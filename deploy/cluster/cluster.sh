@@ -3,12 +3,13 @@
 # built from the redis-server binary. Used by `make run`, the integration tests
 # (internal/testcluster) and the load tests.
 #
-# Usage: cluster.sh [-p BASE_PORT] up|down|status|addrs
+# Usage: cluster.sh [-p BASE_PORT] up|down|status|addrs|flush
 #
 #   up      start the cluster on ports BASE..BASE+5 (idempotent; prints the seed addrs)
 #   down    stop the nodes of BASE and remove their data dir
 #   status  print the cluster info summary and the node table (exit 1 when unhealthy)
 #   addrs   print the comma-separated seed addrs
+#   flush   delete every key (FLUSHALL on each master; the replicas follow)
 #
 # Environment:
 #   RANKGATE_CLUSTER_PORT          base port (default 7000; -p overrides)
@@ -66,7 +67,7 @@ while (($# > 0)); do
 		shift
 		;;
 	-h | --help | help) usage ;;
-	up | down | status | addrs)
+	up | down | status | addrs | flush)
 		[[ -z $CMD ]] || die "only one command allowed (got $CMD and $1)"
 		CMD=$1
 		shift
@@ -524,8 +525,23 @@ cmd_status() {
 	return $rc
 }
 
+cmd_flush() {
+	command -v "$REDIS_CLI" >/dev/null || die "$REDIS_CLI not found on PATH"
+	local p role n=0
+	for p in "${PORTS[@]}"; do
+		role=$(rcli "$p" ROLE | head -n1) || die "node $HOST:$p does not answer"
+		if [[ $role == master ]]; then
+			[[ $(rcli "$p" FLUSHALL) == OK ]] || die "FLUSHALL on $HOST:$p failed"
+			n=$((n + 1))
+		fi
+	done
+	((n > 0)) || die "no master answered on base $BASE"
+	log "cluster on base $BASE flushed ($n masters)"
+}
+
 case $CMD in
 up) cmd_up ;;
+flush) cmd_flush ;;
 down) cmd_down ;;
 status) cmd_status ;;
 addrs) addrs ;;
