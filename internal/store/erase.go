@@ -183,17 +183,26 @@ func (s *Store) HashesOf(ctx context.Context, keys []string) ([]map[string]strin
 // ForgetField removes field from each of hashes (a member's entries in the
 // league placement and moves hashes), in one pipeline. Idempotent.
 func (s *Store) ForgetField(ctx context.Context, hashes []string, field string) error {
-	if len(hashes) == 0 {
+	return execEach(ctx, s, "hdel", "removing "+field+" from hashes", hashes, func(ctx context.Context, p redis.Pipeliner, h string) {
+		p.HDel(ctx, h, field)
+	})
+}
+
+// execEach queues one write per item (queue) in one pipelined round trip
+// (one per node); any failure fails the whole (op: the failure's label,
+// what: its message). No items, no round trip.
+func execEach[T any](ctx context.Context, s *Store, op, what string, items []T, queue func(context.Context, redis.Pipeliner, T)) error {
+	if len(items) == 0 {
 		return nil
 	}
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	pipe := s.rw.Pipeline()
-	for _, h := range hashes {
-		pipe.HDel(ctx, h, field)
+	for _, it := range items {
+		queue(ctx, pipe, it)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return s.fail("hdel", fmt.Errorf("removing %s from %d hashes: %w", field, len(hashes), err))
+		return s.fail(op, fmt.Errorf("%s (%d): %w", what, len(items), err))
 	}
 	return nil
 }

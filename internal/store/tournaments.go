@@ -72,19 +72,9 @@ type JoinMark struct {
 // shards (boards of several shards: the gated write checks the join in its
 // slot), in one pipelined round trip (one per node). Idempotent.
 func (s *Store) MarkJoined(ctx context.Context, marks []JoinMark, nowMs int64) error {
-	if len(marks) == 0 {
-		return nil
-	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	pipe := s.rw.Pipeline()
-	for _, m := range marks {
-		pipe.HSetNX(ctx, m.Joins, m.Member, nowMs)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return s.fail("join", fmt.Errorf("marking %d members joined: %w", len(marks), err))
-	}
-	return nil
+	return execEach(ctx, s, "join", "marking members joined", marks, func(ctx context.Context, p redis.Pipeliner, m JoinMark) {
+		p.HSetNX(ctx, m.Joins, m.Member, nowMs)
+	})
 }
 
 // AttemptCount is a member's count in the attempts hash of their board
@@ -99,19 +89,9 @@ type AttemptCount struct {
 // attempts events hold before their commit, and stays), in one pipelined
 // round trip (one per node).
 func (s *Store) RestoreAttempts(ctx context.Context, cs []AttemptCount) error {
-	if len(cs) == 0 {
-		return nil
-	}
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	pipe := s.rw.Pipeline()
-	for _, c := range cs {
-		pipe.HSetNX(ctx, c.Attempts, c.Member, c.N)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return s.fail("join", fmt.Errorf("setting the attempts of %d members: %w", len(cs), err))
-	}
-	return nil
+	return execEach(ctx, s, "join", "restoring members' attempts", cs, func(ctx context.Context, p redis.Pipeliner, c AttemptCount) {
+		p.HSetNX(ctx, c.Attempts, c.Member, c.N)
+	})
 }
 
 // JoinSize returns how many seats a tournament period has taken (the
