@@ -15,6 +15,7 @@
 #   make bench-live                                 # K = 1000 and 3000, 20 s per phase (≈ 9 min)
 #   KS=1000 DURATION=10s make bench-live            # quick look
 #   KS=1000,5000 RATE=200 MEMBERS=20000 make bench-live
+#   GATEWAY=/tmp/gw-old KS=1000 make bench-live     # another build of the gateway, same load tool
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -26,6 +27,9 @@ RATE=${RATE:-100}
 MEMBERS=${MEMBERS:-10000}
 MEMBER_SKEW=${MEMBER_SKEW:-1.1}
 TOP_ONLY=${TOP_ONLY:-0.5}
+# conn: the load tool reads each stream off its own connection (its cheapest
+# reader); transport: through net/http and the Go client library.
+CLIENT=${CLIENT:-conn}
 CONFIG=${CONFIG:-deploy/bench-live.yaml}
 OUT=${OUT:-loadtest/results/bench-live-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
@@ -39,7 +43,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$OUT/gateway" ./cmd/gateway
+# GATEWAY: a gateway binary to measure instead of this tree's (an A/B
+# against an older build: go build -o /tmp/gw-old ./cmd/gateway there).
+if [[ -n ${GATEWAY:-} ]]; then cp "$GATEWAY" "$OUT/gateway"; else go build -o "$OUT/gateway" ./cmd/gateway; fi
 go build -o "$OUT/loadtest" ./loadtest
 
 RANKGATE_CLUSTER_NODE_TIMEOUT= RANKGATE_CLUSTER_EXTRA_ARGS= $CLUSTER -p "$BENCH_PORT" up >/dev/null
@@ -63,10 +69,10 @@ echo "bench-live: K = $KS, phases $PHASES, $DURATION each, $RATE events/s; gatew
 	echo "### make bench-live — $(date -u +%Y-%m-%dT%H:%MZ), $(git describe --always --dirty)"
 	echo
 	echo "$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load average $(cut -d' ' -f1-3 /proc/loadavg) at the start."
-	echo "Command: KS=$KS PHASES=$PHASES DURATION=$DURATION RATE=$RATE MEMBERS=$MEMBERS MEMBER_SKEW=$MEMBER_SKEW TOP_ONLY=$TOP_ONLY make bench-live"
+	echo "Command: KS=$KS PHASES=$PHASES DURATION=$DURATION RATE=$RATE MEMBERS=$MEMBERS MEMBER_SKEW=$MEMBER_SKEW TOP_ONLY=$TOP_ONLY CLIENT=$CLIENT make bench-live"
 	echo
 } >"$OUT/summary.md"
-"${lt[@]}" -live "$KS" -live-phases "$PHASES" -live-top-only "$TOP_ONLY" -duration "$DURATION" -rate "$RATE" -out "$OUT" | tee "$OUT/live.txt"
+"${lt[@]}" -live "$KS" -live-phases "$PHASES" -live-top-only "$TOP_ONLY" -client "$CLIENT" -duration "$DURATION" -rate "$RATE" -out "$OUT" | tee "$OUT/live.txt"
 cat "$OUT/live.md" >>"$OUT/summary.md"
 echo
 echo "bench-live: $OUT/summary.md"

@@ -474,6 +474,10 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (lr *liveRun) subscribe(ctx context.Context, cl *client.Client, b client.Board, f *follower, cn *counters, attached func()) {
 	once := sync.OnceFunc(attached)
 	defer once()
+	if lr.sc.Client == ClientConn {
+		lr.subscribeRaw(ctx, b, f, cn, once)
+		return
+	}
 	s, err := cl.Live(ctx, b, client.LiveOptions{Top: lr.lf.top, Member: f.member, Radius: lr.lf.radius})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -501,6 +505,51 @@ func (lr *liveRun) subscribe(ctx context.Context, cl *client.Client, b client.Bo
 			}
 			if ev.Data != nil && ev.Data.Member != nil {
 				f.obs = append(f.obs, observation{At: now, Points: ev.Data.Member.Points})
+				cn.observed.Add(1)
+			}
+		case "overloaded":
+			cn.overloaded.Add(1)
+		case "reconnect":
+			cn.closed.Add(1)
+		}
+	}
+}
+
+// subscribeRaw is subscribe over a connection the stream reads itself
+// (-client conn): the arrival time is taken as soon as an event's last line
+// is read, and only the followed member's points are decoded.
+func (lr *liveRun) subscribeRaw(ctx context.Context, b client.Board, f *follower, cn *counters, attached func()) {
+	s, err := openRawLive(ctx, lr.sc.Gateway, b, client.LiveOptions{Top: lr.lf.top, Member: f.member, Radius: lr.lf.radius})
+	if err != nil {
+		if ctx.Err() == nil {
+			cn.refused.Add(1)
+		}
+		return
+	}
+	defer s.close()
+	stop := context.AfterFunc(ctx, s.close)
+	defer stop()
+	for {
+		typ, data, err := s.next()
+		if err != nil {
+			if ctx.Err() == nil {
+				cn.closed.Add(1)
+			}
+			return
+		}
+		now := time.Now()
+		switch typ {
+		case "snapshot", "update":
+			cn.events.Add(1)
+			if typ == "snapshot" {
+				cn.attached.Add(1)
+				attached()
+			}
+			if f.member == "" {
+				continue
+			}
+			if pts, ok := memberPoints(data); ok {
+				f.obs = append(f.obs, observation{At: now, Points: pts})
 				cn.observed.Add(1)
 			}
 		case "overloaded":

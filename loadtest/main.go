@@ -97,7 +97,7 @@ func bindFlags(fs *flag.FlagSet, sc *Scenario, c *cli) {
 	fs.IntVar(&sc.Rate, "rate", sc.Rate, "open loop: requests per second")
 	fs.DurationVar(&sc.Duration, "duration", sc.Duration, "length of the load phase (≤ 1h; 0: prefill only)")
 	fs.IntVar(&sc.Workers, "workers", sc.Workers, "closed loop: concurrent workers")
-	fs.StringVar(&sc.Client, "client", sc.Client, `closed loop: HTTP client, "transport" (net/http's, default) or "conn" (one HTTP/1.1 connection per worker, read and written by the worker: the cheapest client)`)
+	fs.StringVar(&sc.Client, "client", sc.Client, `closed loop and live streams: HTTP client, "transport" (net/http's, default) or "conn" (one HTTP/1.1 connection per worker or stream, read and written by it: the cheapest client)`)
 	fs.Int64Var(&sc.Requests, "requests", sc.Requests, "stop after this many requests (0: rate × duration, or the duration alone in closed loop)")
 	fs.DurationVar(&sc.Timeout, "timeout", sc.Timeout, "per-request timeout")
 	fs.Uint64Var(&sc.Seed, "seed", sc.Seed, "random seed of the operation mix")
@@ -232,6 +232,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return runJoinStorm(ctx, sc.Gateway, sc.Timeout, c.joinStorm, dir, stdout, stderr)
 	}
+	sc.live = c.live.ks != ""
 	if err := sc.Validate(); err != nil {
 		return fmt.Errorf("scenario:\n%w", err)
 	}

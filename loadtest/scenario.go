@@ -14,6 +14,9 @@ import (
 // Scenario is one load-test setup: the data shape, the load and the mix.
 // It comes from defaults, then an optional YAML file, then explicit flags.
 type Scenario struct {
+	// live: the run is the live scenario (-live), whose streams -client
+	// conn reads too.
+	live    bool
 	Name    string `yaml:"name" json:"name"`
 	Gateway string `yaml:"gateway" json:"gateway"` // base URL of the gateway
 	// Config is the gateway's YAML config: the baseline reads Redis seeds,
@@ -115,8 +118,8 @@ func (sc *Scenario) Validate() error {
 	switch sc.Client {
 	case "", ClientTransport:
 	case ClientConn:
-		if sc.Mode != "closed" {
-			bad("client", "%q is for the closed loop only", ClientConn)
+		if sc.Mode != "closed" && !sc.live {
+			bad("client", "%q is for the closed loop and the live scenario only", ClientConn)
 		}
 	default:
 		bad("client", "must be %s or %s, got %q", ClientTransport, ClientConn, sc.Client)

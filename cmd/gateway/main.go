@@ -368,7 +368,8 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 		Families: httpapi.ConfigFamilies(cfg), TracerProvider: tp, Propagator: tr.Propagator,
 		CORS:    httpapi.CORSOptions{AllowedOrigins: cfg.Server.CORS.AllowedOrigins, MaxAge: cfg.Server.CORS.MaxAge},
 		Tickets: tickets, Players: players, Audit: auditLog,
-		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: cfg.Live.Heartbeat, WriteTimeout: cfg.Live.WriteTimeout}})
+		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: cfg.Live.Heartbeat, WriteTimeout: cfg.Live.WriteTimeout,
+			MaxBehind: cfg.Live.MaxBehind}})
 	if err != nil {
 		return err
 	}

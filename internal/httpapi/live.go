@@ -30,6 +30,11 @@ type LiveOptions struct {
 	// WriteTimeout bounds each write to a stream (live.write_timeout); it
 	// replaces the server's write timeout for the stream. 0: 10s.
 	WriteTimeout time.Duration
+	// MaxBehind is the hub's live.max_behind. A stream reads its
+	// connection's send queue, to tell a reader that stopped, at most every
+	// quarter of it (and at most every 5 s), not before every write: a
+	// stalled reader is let go within 1.25 × max_behind. 0: every second.
+	MaxBehind time.Duration
 }
 
 // liveRoute is the pattern of the live stream; TicketRoute marks it, so a
@@ -64,18 +69,21 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	heartbeat, timeout := s.liveOpts.Heartbeat, s.liveOpts.WriteTimeout
+	heartbeat, timeout, check := s.liveOpts.Heartbeat, s.liveOpts.WriteTimeout, min(s.liveOpts.MaxBehind/4, maxStallCheck)
 	if heartbeat <= 0 {
 		heartbeat = 15 * time.Second
 	}
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
+	if check <= 0 {
+		check = time.Second
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // proxies: do not buffer the stream
-	st := openStream(w, r, timeout)
+	st := openStream(w, r, timeout, check)
 	if _, raw := st.(*rawStream); raw {
 		// The connection is the stream's alone: the request is done, and
 		// its goroutine, its request and response and net/http's buffers
@@ -105,7 +113,7 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 		head = append(head, "\nevent: "...)
 		head = append(head, typ...)
 		head = append(head, "\ndata: "...)
-		sub.Stalled(st.stalled())
+		checkStall(st, sub)
 		if err := st.write(head, data, eventEnd); err != nil {
 			return err
 		}
@@ -140,7 +148,7 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 			}
 			typ = "update"
 		case <-ping.C:
-			sub.Stalled(st.stalled())
+			checkStall(st, sub)
 			if err := st.write(livePing); err != nil {
 				sub.Drop("write")
 				return
@@ -148,6 +156,16 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 		}
 	}
 }
+
+// checkStall tells sub whether its client stalled, when st has looked.
+func checkStall(st stream, sub *live.Subscription) {
+	if stalled, looked := st.stalled(); looked {
+		sub.Stalled(stalled)
+	}
+}
+
+// maxStallCheck bounds the interval of a stream's stall checks.
+const maxStallCheck = 5 * time.Second
 
 // finalWriteTimeout bounds the write of a stream's last event (reconnect,
 // overloaded).
@@ -170,10 +188,11 @@ type stream interface {
 	close()
 	// shorten lowers the write deadline of the writes still to come.
 	shorten(d time.Duration)
-	// stalled reports, before each write, whether the client has taken
-	// none of the bytes written to it since the previous write while some
-	// are still queued (false where the stream cannot tell).
-	stalled() bool
+	// stalled is asked before each write. When looked, it reports whether
+	// the client has taken none of the bytes written to it since the
+	// previous look while some are still queued; a stream looks at most
+	// once per its stall check interval, and never where it cannot tell.
+	stalled() (stalled, looked bool)
 }
 
 // openStream answers 200 and returns the stream. Over HTTP/1.x it takes the
@@ -185,7 +204,7 @@ type stream interface {
 // what a subscriber costs is then mostly its socket. Where the connection
 // cannot be taken over (HTTP/2, a writer without Hijack), the response is
 // written and flushed through net/http.
-func openStream(w http.ResponseWriter, r *http.Request, timeout time.Duration) stream {
+func openStream(w http.ResponseWriter, r *http.Request, timeout, check time.Duration) stream {
 	rc := http.NewResponseController(w)
 	if r.ProtoMajor == 1 {
 		// Hijack clears the connection's deadlines; its buffered reader
@@ -198,7 +217,7 @@ func openStream(w http.ResponseWriter, r *http.Request, timeout time.Duration) s
 			b.WriteString("HTTP/1.1 200 OK\r\n")
 			_ = hdr.Write(&b) // a bytes.Buffer does not fail
 			b.WriteString("\r\n")
-			rs := &rawStream{conn: conn, timeout: timeout, left: make(chan struct{}), status: b.Bytes()}
+			rs := &rawStream{conn: conn, timeout: timeout, check: check, left: make(chan struct{}), status: b.Bytes()}
 			// What the client sends from now on (nothing, for an
 			// EventSource) is read and dropped; its end says it has gone.
 			go rs.watch()
@@ -216,11 +235,15 @@ type rawStream struct {
 	left    chan struct{} // closed when a read from the client fails
 	status  []byte        // the status line and headers, sent with the first write
 	bufs    [4][]byte
-	// checked is the send queue as stalled last read it (just before a
-	// write); queued is that plus what the write then sent: had the client
-	// acknowledged nothing since, the queue would hold queued bytes now.
-	// One SIOCOUTQ per write.
-	checked, queued int
+	// queued is the send queue as stalled last read it plus what the
+	// writes since sent: had the client acknowledged nothing since, the
+	// queue would hold queued bytes now. One SIOCOUTQ per check interval
+	// at most (next: the earliest time of the next), not one per write:
+	// the ioctl takes the socket's lock and cost about half as much as the
+	// write itself.
+	check  time.Duration
+	next   time.Time
+	queued int
 }
 
 func (s *rawStream) watch() {
@@ -245,21 +268,27 @@ func (s *rawStream) write(parts ...[]byte) error {
 	bufs = append(bufs, parts...)
 	nb := net.Buffers(bufs)
 	n, err := nb.WriteTo(s.conn)
-	s.queued = s.checked + int(n)
+	s.queued += int(n)
 	return err
 }
 
 // stalled: the send queue holds bytes and not one byte of it was
-// acknowledged since the last write. A reader that takes its bytes, even
-// over a slow link, acknowledges some within an interval; one that stopped
-// reading (its receive window closed) acknowledges none.
-func (s *rawStream) stalled() bool {
+// acknowledged since the last look. A reader that takes its bytes, even
+// over a slow link, acknowledges some within a check interval; one that
+// stopped reading (its receive window closed) acknowledges none.
+func (s *rawStream) stalled() (bool, bool) {
+	now := time.Now()
+	if now.Before(s.next) {
+		return false, false
+	}
+	s.next = now.Add(s.check)
 	q, ok := unsentBytes(s.conn)
 	if !ok {
-		return false
+		return false, false
 	}
-	s.checked = q
-	return q > 0 && q >= s.queued
+	stalled := q > 0 && q >= s.queued
+	s.queued = q
+	return stalled, true
 }
 
 func (s *rawStream) gone() <-chan struct{}   { return s.left }
@@ -287,6 +316,6 @@ func (s *flushStream) write(parts ...[]byte) error {
 }
 
 func (s *flushStream) gone() <-chan struct{}   { return s.done }
-func (s *flushStream) stalled() bool           { return false }
+func (s *flushStream) stalled() (bool, bool)   { return false, false }
 func (s *flushStream) close()                  {}
 func (s *flushStream) shorten(d time.Duration) { s.timeout = min(s.timeout, d) }

@@ -252,7 +252,7 @@ func New(tb testing.TB, o Options) *Stack {
 	h, err := httpapi.New(svc, httpapi.Options{Registerer: reg, Gatherer: reg, Families: httpapi.ConfigFamilies(cfg),
 		TracerProvider: o.TracerProvider, Auth: auth, Tickets: tickets, CORS: o.CORS, Players: players, Audit: auditLog,
 		Live: httpapi.LiveOptions{Hub: hub, Heartbeat: ord(o.Live.Heartbeat, lv.Heartbeat),
-			WriteTimeout: ord(o.Live.WriteTimeout, lv.WriteTimeout)}})
+			WriteTimeout: ord(o.Live.WriteTimeout, lv.WriteTimeout), MaxBehind: ord(o.Live.MaxBehind, lv.MaxBehind)}})
 	if err != nil {
 		tb.Fatal(err)
 	}
