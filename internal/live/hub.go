@@ -487,15 +487,29 @@ func (h *Hub) top(ctx context.Context, b gateway.BoardRef, n int) *topAnswer {
 	if p.Entries == nil {
 		p.Entries = []rank.Entry{}
 	}
-	js, err := json.Marshal(p)
+	js, err := p.MarshalJSON()
 	if err != nil {
 		return &topAnswer{err: err}
 	}
-	hash, err := json.Marshal(p.Entries)
-	if err != nil {
-		return &topAnswer{err: err}
+	return &topAnswer{page: p, json: js, hash: content(js, entriesKey)}
+}
+
+// The first keys after an answer's read metadata.
+const (
+	entriesKey = `,"entries":` // a page's
+	userKey    = `,"user":`    // a standing's
+)
+
+// content is the part of an answer's JSON that is news when it changes: all
+// but its read metadata (board, source, as_of, lag_ms: as_of changes at every
+// read), which comes first, up to key. A key's quote cannot stand unescaped
+// inside a JSON string, so the first match is the field. (Without a match:
+// the whole answer, at worst an update that changed only its as_of.)
+func content(js []byte, key string) []byte {
+	if i := bytes.Index(js, []byte(key)); i >= 0 {
+		return js[i:]
 	}
-	return &topAnswer{page: p, json: js, hash: hash}
+	return js
 }
 
 func (h *Hub) member(ctx context.Context, b gateway.BoardRef, ms memberShape) *memberAnswer {
@@ -518,26 +532,17 @@ func (h *Hub) member(ctx context.Context, b gateway.BoardRef, ms memberShape) *m
 	if ar.Entries == nil {
 		ar.Entries = []rank.Entry{}
 	}
-	sj, err := json.Marshal(st)
+	// Encoded once each, by the answers' own encoders (json.Marshal would
+	// call them and then validate and compact their output again).
+	sj, err := st.MarshalJSON()
 	if err != nil {
 		return &memberAnswer{err: err}
 	}
-	aj, err := json.Marshal(ar)
+	aj, err := ar.MarshalJSON()
 	if err != nil {
 		return &memberAnswer{err: err}
 	}
-	// The content hash leaves out the read metadata (as_of changes every time).
-	bare := st
-	bare.ReadMeta = gateway.ReadMeta{}
-	bj, err := json.Marshal(bare)
-	if err != nil {
-		return &memberAnswer{err: err}
-	}
-	ej, err := json.Marshal(ar.Entries)
-	if err != nil {
-		return &memberAnswer{err: err}
-	}
-	return &memberAnswer{standing: sj, around: aj, hash: bytes.Join([][]byte{bj, ej}, []byte{0})}
+	return &memberAnswer{standing: sj, around: aj, hash: bytes.Join([][]byte{content(sj, userKey), content(aj, entriesKey)}, []byte{0})}
 }
 
 // Event is the data of a snapshot or update event.
