@@ -189,21 +189,23 @@ func TestConnClientTopAllocs(t *testing.T) {
 	}
 }
 
-// -client conn is for the closed loop only, and a known client.
+// -client conn is for the closed loop and the live scenario only, and a
+// known client.
 func TestScenarioClient(t *testing.T) {
 	for _, tc := range []struct {
 		name, mode, client string
-		ok                 bool
+		live, ok           bool
 	}{
-		{"default", "closed", "", true},
-		{"transport, open loop", "open", ClientTransport, true},
-		{"conn, closed loop", "closed", ClientConn, true},
-		{"conn, open loop", "open", ClientConn, false},
-		{"unknown", "closed", "h2", false},
+		{"default", "closed", "", false, true},
+		{"transport, open loop", "open", ClientTransport, false, true},
+		{"conn, closed loop", "closed", ClientConn, false, true},
+		{"conn, open loop", "open", ClientConn, false, false},
+		{"conn, live scenario", "open", ClientConn, true, true},
+		{"unknown", "closed", "h2", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := DefaultScenario()
-			sc.Mode, sc.Client = tc.mode, tc.client
+			sc.Mode, sc.Client, sc.live = tc.mode, tc.client, tc.live
 			if err := sc.Validate(); (err == nil) != tc.ok {
 				t.Fatalf("Validate: %v, want ok %v", err, tc.ok)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,9 +9,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +76,7 @@ type joinStormReport struct {
 	Storms  []stormResult `json:"storms"`
 }
 
-func runJoinStorm(ctx context.Context, base string, timeout time.Duration, j joinStormFlags, dir string, stdout, stderr io.Writer) error {
+func runJoinStorm(ctx context.Context, base, clientKind string, timeout time.Duration, j joinStormFlags, dir string, stdout, stderr io.Writer) error {
 	switch {
 	case j.n < 1 || j.n > 100_000:
 		return fmt.Errorf("-join-storm must be within 1..100000, got %d", j.n)
@@ -102,15 +105,27 @@ func runJoinStorm(ctx context.Context, base string, timeout time.Duration, j joi
 		return err
 	}
 	defer stop()
-	y := yardsticks{hc: hc, base: base, bare: bare, bareHC: newHTTPClient(j.n, timeout)}
+	var y stormClient = &transportStorm{c: c, hc: hc, base: base, bareURL: bare, bareHC: newHTTPClient(j.n, timeout)}
+	switch clientKind {
+	case "", ClientTransport:
+	case ClientConn:
+		cs, err := newConnStorm(base, bare, os.Getenv("RANKGATE_TOKEN"), j.n)
+		if err != nil {
+			return err
+		}
+		defer cs.close()
+		y = cs
+	default:
+		return fmt.Errorf("-client must be %s or %s, got %q", ClientTransport, ClientConn, clientKind)
+	}
 	rep := joinStormReport{Tool: "rankgate-loadtest", Command: "loadtest " + strings.Join(os.Args[1:], " "),
 		Host: thisHost(), Gateway: base, N: j.n, MaxSize: j.maxSize, Started: time.Now().UTC()}
 	run := "js" + fmt.Sprint(time.Now().UnixMilli()%1e9)
-	fmt.Fprintf(stdout, "join storms: %d concurrent joins, max_size %d, %d storms against %s\n", j.n, j.maxSize, j.storms, base)
+	fmt.Fprintf(stdout, "join storms: %d concurrent joins, max_size %d, %d storms against %s (-client %s)\n", j.n, j.maxSize, j.storms, base, cmp.Or(clientKind, ClientTransport))
 	fmt.Fprintf(stdout, "%-22s %7s %5s %9s %9s %11s %11s %11s %11s\n", "tournament", "joined", "full", "join p50", "join p99",
 		"healthz p50", "healthz p99", "plain p50", "plain p99")
 	for i := range j.storms {
-		r, err := oneStorm(ctx, c, y, fmt.Sprintf("%s-%d", run, i), j)
+		r, err := oneStorm(ctx, y, fmt.Sprintf("%s-%d", run, i), j)
 		if err != nil {
 			return err
 		}
@@ -141,12 +156,70 @@ func runJoinStorm(ctx context.Context, base string, timeout time.Duration, j joi
 	return nil
 }
 
-// yardsticks are the join storm's two baselines: the gateway's /healthz over
-// the storm's connections, and a plain handler (bare) on its own.
-type yardsticks struct {
-	hc, bareHC *http.Client
-	base, bare string
+// stormClient sends a storm's requests: the two yardsticks' n concurrent
+// GETs (the gateway's /healthz over the storm's connections, and a plain
+// handler on its own), and the joins.
+type stormClient interface {
+	// healthz and bare send n concurrent GETs, released together, and
+	// return their latencies.
+	healthz(ctx context.Context, n int) ([]time.Duration, error)
+	bare(ctx context.Context, n int) ([]time.Duration, error)
+	// joins sends the n joins of tournament id, released together, and
+	// returns their latencies and outcomes.
+	joins(ctx context.Context, id string, n int) ([]time.Duration, []joinOutcome, error)
+	create(ctx context.Context, t client.Tournament) error
+	cancel(ctx context.Context, id string)
 }
+
+// joinOutcome is one join's answer: in, or refused with code.
+type joinOutcome struct {
+	joined bool
+	code   string
+}
+
+// transportStorm is the storm through net/http's Transport and the Go
+// client (-client transport).
+type transportStorm struct {
+	c             *client.Client
+	hc, bareHC    *http.Client
+	base, bareURL string
+}
+
+func (y *transportStorm) healthz(ctx context.Context, n int) ([]time.Duration, error) {
+	return getAll(ctx, y.hc, y.base+"/healthz", n)
+}
+
+func (y *transportStorm) bare(ctx context.Context, n int) ([]time.Duration, error) {
+	return getAll(ctx, y.bareHC, y.bareURL+"/", n)
+}
+
+func (y *transportStorm) joins(ctx context.Context, id string, n int) ([]time.Duration, []joinOutcome, error) {
+	out := make([]joinOutcome, n)
+	ds, err := together(n, func(i int) error {
+		res, err := y.c.Join(ctx, id, fmt.Sprintf("p%d", i))
+		var apiErr *client.Error
+		switch {
+		case err == nil:
+			out[i].joined = res.Joined
+			if !res.Joined {
+				out[i].code = "already in"
+			}
+		case errors.As(err, &apiErr) && apiErr.Code != "":
+			out[i].code = apiErr.Code
+		default:
+			return fmt.Errorf("join of p%d: %w", i, err)
+		}
+		return nil
+	})
+	return ds, out, err
+}
+
+func (y *transportStorm) create(ctx context.Context, t client.Tournament) error {
+	_, err := y.c.CreateTournament(ctx, t)
+	return err
+}
+
+func (y *transportStorm) cancel(ctx context.Context, id string) { _, _ = y.c.CancelTournament(ctx, id) }
 
 // startPlainHandler serves a plain Go net/http handler on a loopback port
 // of this process: 200 "ok", nothing else.
@@ -184,55 +257,45 @@ func getAll(ctx context.Context, hc *http.Client, url string, n int) ([]time.Dur
 }
 
 // oneStorm runs the yardsticks and one storm on a fresh tournament.
-func oneStorm(ctx context.Context, c *client.Client, y yardsticks, id string, j joinStormFlags) (stormResult, error) {
+func oneStorm(ctx context.Context, y stormClient, id string, j joinStormFlags) (stormResult, error) {
 	size := int64(j.maxSize)
 	start, end := time.Now().Add(-time.Second), time.Now().Add(time.Hour)
-	if _, err := c.CreateTournament(ctx, client.Tournament{ID: id, Start: &start, End: &end, MaxSize: &size, JoinRequired: true}); err != nil {
+	if err := y.create(ctx, client.Tournament{ID: id, Start: &start, End: &end, MaxSize: &size, JoinRequired: true}); err != nil {
 		return stormResult{}, fmt.Errorf("creating tournament %s: %w", id, err)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_, _ = c.CancelTournament(cctx, id)
+		y.cancel(cctx, id)
 	}()
 	// Each yardstick's first round opens (or checks) the N connections; the
 	// second is measured. The healthz connections are the storm's own.
 	var plain, bare []time.Duration
 	for _, yd := range []struct {
-		hc  *http.Client
-		url string
+		get func(context.Context, int) ([]time.Duration, error)
 		out *[]time.Duration
-	}{{y.bareHC, y.bare + "/", &bare}, {y.hc, y.base + "/healthz", &plain}} {
+	}{{y.bare, &bare}, {y.healthz, &plain}} {
 		for range 2 {
 			var err error
-			if *yd.out, err = getAll(ctx, yd.hc, yd.url, j.n); err != nil {
+			if *yd.out, err = yd.get(ctx, j.n); err != nil {
 				return stormResult{}, err
 			}
 		}
 	}
-	var mu sync.Mutex
 	r := stormResult{Tournament: id}
-	joins, err := together(j.n, func(i int) error {
-		res, err := c.Join(ctx, id, fmt.Sprintf("p%d", i))
-		var apiErr *client.Error
-		switch {
-		case err == nil && res.Joined:
-			mu.Lock()
-			r.Joined++
-			mu.Unlock()
-		case errors.As(err, &apiErr) && apiErr.Code == "tournament_full":
-			mu.Lock()
-			r.Full++
-			mu.Unlock()
-		case err == nil:
-			return fmt.Errorf("join of p%d: already in", i)
-		default:
-			return fmt.Errorf("join of p%d: %w", i, err)
-		}
-		return nil
-	})
+	joins, outs, err := y.joins(ctx, id, j.n)
 	if err != nil {
 		return stormResult{}, err
+	}
+	for i, o := range outs {
+		switch {
+		case o.joined:
+			r.Joined++
+		case o.code == "tournament_full":
+			r.Full++
+		default:
+			return stormResult{}, fmt.Errorf("join of p%d: %s", i, o.code)
+		}
 	}
 	if r.Joined != j.maxSize || r.Full != j.n-j.maxSize {
 		return r, fmt.Errorf("storm on %s: %d joined and %d full, want exactly %d and %d", id, r.Joined, r.Full, j.maxSize, j.n-j.maxSize)
@@ -271,3 +334,128 @@ func together(n int, call func(i int) error) ([]time.Duration, error) {
 	slices.Sort(ds)
 	return ds, nil
 }
+
+// connStorm is the storm over connections the load tool writes and reads
+// itself (-client conn): n kept-alive connections to the gateway (the
+// joins' and the healthz yardstick's) and n to the plain handler, each
+// request rendered before the storm is released, each answer read into a
+// buffer its connection reuses. Administration (create, cancel) goes
+// through the Go client.
+type connStorm struct {
+	c             *client.Client
+	host          string
+	token         string
+	gw, bareConns []*connWorker
+}
+
+func newConnStorm(base, bare, token string, n int) (*connStorm, error) {
+	gw, err := newConnExec(&httpAPI{base: base})
+	if err != nil {
+		return nil, err
+	}
+	bh, err := newConnExec(&httpAPI{base: bare})
+	if err != nil {
+		return nil, err
+	}
+	opts := []client.Option{client.WithRetry(client.Retry{Attempts: 1})}
+	if token != "" {
+		opts = append(opts, client.WithToken(token))
+	}
+	c, err := client.New(base, opts...)
+	if err != nil {
+		return nil, err
+	}
+	cs := &connStorm{c: c, host: gw.addr, token: token, gw: make([]*connWorker, n), bareConns: make([]*connWorker, n)}
+	for i := range n {
+		cs.gw[i] = &connWorker{e: gw}
+		cs.bareConns[i] = &connWorker{e: bh}
+	}
+	return cs, nil
+}
+
+func (cs *connStorm) close() {
+	for i := range cs.gw {
+		cs.gw[i].Close()
+		cs.bareConns[i].Close()
+	}
+}
+
+// getAllConn sends one GET of path on each of ws, released together.
+func getAllConn(ctx context.Context, ws []*connWorker, host, path string) ([]time.Duration, error) {
+	req := []byte("GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n")
+	return together(len(ws), func(i int) error {
+		code, _, err := ws[i].roundTrip(ctx, req)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("GET %s: %d", path, code)
+		}
+		return nil
+	})
+}
+
+func (cs *connStorm) healthz(ctx context.Context, n int) ([]time.Duration, error) {
+	return getAllConn(ctx, cs.gw[:n], cs.host, "/healthz")
+}
+
+func (cs *connStorm) bare(ctx context.Context, n int) ([]time.Duration, error) {
+	return getAllConn(ctx, cs.bareConns[:n], cs.bareConns[0].e.addr, "/")
+}
+
+func (cs *connStorm) joins(ctx context.Context, id string, n int) ([]time.Duration, []joinOutcome, error) {
+	reqs := make([][]byte, n)
+	path := "/v1/tournaments/" + url.PathEscape(id) + "/join"
+	for i := range reqs {
+		body := `{"user":"p` + strconv.Itoa(i) + `"}`
+		r := "POST " + path + " HTTP/1.1\r\nHost: " + cs.host + "\r\nContent-Type: application/json\r\nAccept: application/json\r\n"
+		if cs.token != "" {
+			r += "Authorization: Bearer " + cs.token + "\r\n"
+		}
+		reqs[i] = []byte(r + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	}
+	out := make([]joinOutcome, n)
+	ds, err := together(n, func(i int) error {
+		code, body, err := cs.gw[i].roundTrip(ctx, reqs[i])
+		if err != nil {
+			return fmt.Errorf("join of p%d: %w", i, err)
+		}
+		out[i], err = joinAnswer(code, body)
+		if err != nil {
+			return fmt.Errorf("join of p%d: %w", i, err)
+		}
+		return nil
+	})
+	return ds, out, err
+}
+
+// joinAnswer reads a join's answer: 200 with a JoinResult, or an error
+// envelope with its code.
+func joinAnswer(code int, body []byte) (joinOutcome, error) {
+	if code == http.StatusOK {
+		var res client.JoinResult
+		if err := json.Unmarshal(body, &res); err != nil {
+			return joinOutcome{}, fmt.Errorf("200 with %q: %w", body, err)
+		}
+		if !res.Joined {
+			return joinOutcome{code: "already in"}, nil
+		}
+		return joinOutcome{joined: true}, nil
+	}
+	var env struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || env.Error.Code == "" {
+		return joinOutcome{}, fmt.Errorf("HTTP %d: %.200q", code, body)
+	}
+	return joinOutcome{code: env.Error.Code}, nil
+}
+
+func (cs *connStorm) create(ctx context.Context, t client.Tournament) error {
+	_, err := cs.c.CreateTournament(ctx, t)
+	return err
+}
+
+func (cs *connStorm) cancel(ctx context.Context, id string) { _, _ = cs.c.CancelTournament(ctx, id) }

@@ -230,7 +230,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if dir == "" {
 			dir = filepath.Join("loadtest", "results", "js"+strconv.FormatInt(time.Now().UnixMilli(), 36))
 		}
-		return runJoinStorm(ctx, sc.Gateway, sc.Timeout, c.joinStorm, dir, stdout, stderr)
+		return runJoinStorm(ctx, sc.Gateway, sc.Client, sc.Timeout, c.joinStorm, dir, stdout, stderr)
 	}
 	sc.live = c.live.ks != ""
 	if err := sc.Validate(); err != nil {
