@@ -186,7 +186,7 @@ bench-fanout: ## sharded reads vs naive fan-out and one sorted set: own cluster 
 	deploy/bench-fanout.sh
 
 .PHONY: bench-refresh
-bench-refresh: ## cached hot Top-100 (16 shards) at its refreshes: p50/p99 of this tree vs BASE (f06cb1f) vs a plain net/http handler, interleaved, per load-tool client (CLIENTS): own cluster on BENCH_PORT (7320), ROUNDS, DURATION, WORKERS (16)
+bench-refresh: ## cached hot Top-100 (16 shards) at its refreshes: p50/p99 of this tree vs BASE (f06cb1f) vs a plain net/http handler, interleaved, per load-tool client (CLIENTS): own cluster on BENCH_PORT (7320), ROUNDS, DURATION, WORKERS (16); PIN=1: servers on CPU 0, the load tool on CPU 1
 	deploy/bench-refresh.sh
 
 .PHONY: bench-live

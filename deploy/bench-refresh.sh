@@ -18,8 +18,14 @@
 # each under its own key prefix, and prefills MEMBERS members into each. The gateways listen on
 # GATEWAY_PORT (BASE) and GATEWAY_PORT+1, the plain handler on GATEWAY_PORT+2.
 #
+# PIN=1 keeps the servers and the load tool off each other's core (taskset): the gateways and the
+# plain handler on CPU 0, the load tool on CPU 1 (the Redis nodes unpinned). On a 2-core machine
+# unpinned, the tool's and the server's threads take turns on both cores and the time slices they
+# wait for are most of the tail; in production the clients are other machines.
+#
 #   make bench-refresh                                 # BASE f06cb1f, 2 rounds, 15 s per run
 #   BASE=HEAD~1 ROUNDS=1 DURATION=10s CLIENTS=conn make bench-refresh
+#   PIN=1 ROUNDS=2 DURATION=10s make bench-refresh     # server and load tool on a core each
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -32,6 +38,12 @@ WORKERS=${WORKERS:-16}
 CLIENTS=${CLIENTS:-conn transport}
 MEMBERS=${MEMBERS:-20000}
 CONFIG=${CONFIG:-deploy/bench-writes.yaml}
+PIN=${PIN:-0}
+server_cpu=() tool_cpu=()
+if [[ $PIN == 1 ]]; then
+	command -v taskset >/dev/null || { echo "bench-refresh: PIN=1 needs taskset (util-linux)" >&2; exit 1; }
+	server_cpu=(taskset -c 0) tool_cpu=(taskset -c 1)
+fi
 OUT=${OUT:-loadtest/results/bench-refresh-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -51,7 +63,7 @@ go build -o "$OUT/plainhttp" ./loadtest/plainhttp
 bench_cluster_up
 run_id=$(date +%s)
 start_gateway() { # name port
-	RANKGATE_REDIS_ADDRS=$ADDRS RANKGATE_REDIS_PREFIX="br$1$run_id" "$OUT/gateway-$1" -config "$CONFIG" \
+	RANKGATE_REDIS_ADDRS=$ADDRS RANKGATE_REDIS_PREFIX="br$1$run_id" "${server_cpu[@]}" "$OUT/gateway-$1" -config "$CONFIG" \
 		-listen "127.0.0.1:$2" -ready-file "$OUT/ready-$1" 2>"$OUT/gateway-$1.log" &
 	pids+=($!)
 }
@@ -71,7 +83,7 @@ url() {
 loadtest() { # target out args…
 	local t=$1 out=$2
 	shift 2
-	"$OUT/loadtest" -gateway "$(url "$t")" -config "$CONFIG" -family w16 -members "$MEMBERS" -no-plots -quiet \
+	"${tool_cpu[@]}" "$OUT/loadtest" -gateway "$(url "$t")" -config "$CONFIG" -family w16 -members "$MEMBERS" -no-plots -quiet \
 		-out "$out" "$@" >"$out.txt" 2>&1 || { echo "bench-refresh: load tool failed on $t; see $out.txt" >&2; exit 1; }
 }
 for t in base new; do loadtest "$t" "$OUT/prefill-$t" -prefill "$MEMBERS" -duration 0; done
@@ -80,7 +92,7 @@ for t in base new; do loadtest "$t" "$OUT/prefill-$t" -prefill "$MEMBERS" -durat
 top_path="/v1/boards/w16/current/national/top?consistency=cached&limit=100"
 curl -sf "$(url new)$top_path" >/dev/null
 curl -sf "$(url new)$top_path" >"$OUT/top100.json"
-"$OUT/plainhttp" -listen "127.0.0.1:$((GATEWAY_PORT + 2))" -body "$OUT/top100.json" -ready-file "$OUT/ready-plain" 2>"$OUT/plain.log" &
+"${server_cpu[@]}" "$OUT/plainhttp" -listen "127.0.0.1:$((GATEWAY_PORT + 2))" -body "$OUT/top100.json" -ready-file "$OUT/ready-plain" 2>"$OUT/plain.log" &
 pids+=($!)
 for _ in $(seq 1 20); do [[ -s $OUT/ready-plain ]] && break; sleep 0.25; done
 [[ -s $OUT/ready-plain ]] || { echo "bench-refresh: the plain handler did not start; see $OUT/plain.log" >&2; exit 1; }
@@ -113,6 +125,7 @@ done
 	echo "### make bench-refresh — $(date -u +%Y-%m-%dT%H:%MZ), BASE $base_rev vs this tree ($new_rev) vs a plain net/http handler"
 	echo
 	echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $ROUNDS rounds of ${order[*]} per client, $DURATION per run;" \
+		"$([[ $PIN == 1 ]] && echo "servers on CPU 0, the load tool on CPU 1 (PIN=1);" || echo "nothing pinned;")" \
 		"closed loop, $WORKERS workers, cached Top-100 of the 16-shard national board ($MEMBERS members), cache_ttl 1s."
 	echo "GC/s and STW ms: the gateway's GC cycles per second and their stop-the-world pauses summed, during the run."
 	echo
