@@ -21,7 +21,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 BENCH_PORT=${BENCH_PORT:-7360}
 KS=${KS:-1000,3000}
-PHASES=${PHASES:-warm,writes,live,poll,poll,live,writes}
+PHASES=${PHASES:-warm,writes,live,writes,poll,writes,poll,writes,live,writes}
 DURATION=${DURATION:-20s}
 RATE=${RATE:-100}
 MEMBERS=${MEMBERS:-10000}

@@ -53,7 +53,7 @@ func bindLiveFlags(fs interface {
 	IntVar(*int, string, int, string)
 }, l *liveFlags) {
 	fs.StringVar(&l.ks, "live", "", `live scenario: subscriber counts, e.g. "1000,5000" (each K runs -live-phases; -duration per phase, -rate writes/s)`)
-	fs.StringVar(&l.phases, "live-phases", "writes,live,poll,poll,live", "live scenario: phase order per K (live = streams, poll = the same reads polled every -live-interval, writes = the writes alone: the CPU the others are net of, warm = a poll phase left out of every summary: it makes the gateway load and follow every board the others read, so that no measured phase pays for that)")
+	fs.StringVar(&l.phases, "live-phases", "writes,live,writes,poll,writes,poll,writes,live,writes", "live scenario: phase order per K (live = streams, poll = the same reads polled every -live-interval, writes = the writes alone: the CPU the others are net of, warm = a poll phase left out of every summary: it makes the gateway load and follow every board the others read, so that no measured phase pays for that)")
 	fs.DurationVar(&l.interval, "live-interval", time.Second, "live scenario: the family's live.interval (the poll interval and the delay goal's base)")
 	fs.Float64Var(&l.topOnly, "live-top-only", 0.5, "live scenario: share of clients following the Top only (the others add member= and radius)")
 	fs.IntVar(&l.top, "live-top", 10, "live scenario: Top N of every client")
@@ -690,29 +690,43 @@ func (lr *liveRun) progress(kind string, k int, cn *counters) func() {
 }
 
 // netCPU is the gateway CPU per client and second of the live or poll
-// phases of one K, net of the writes alone (its writes phases; none: raw).
+// phases of one K, net of the writes alone: each phase less the mean of the
+// writes phases next to it (the nearest one before it and the nearest one
+// after it, of the same K), so that a baseline that drifts over the run
+// (the read index's feeds follow more boards as time goes on) is taken
+// where the phase ran; then the mean over the phases. No writes phase: raw.
 func netCPU(all []livePhase, k int, kind string) (float64, bool) {
-	var sum, w float64
-	var n, nw int
-	for _, p := range all {
-		switch {
-		case p.K != k:
-		case p.Kind == kind:
-			sum += p.CPUPerClient
-			n++
-		case p.Kind == "writes":
-			w += p.CPUPerClient
-			nw++
+	var sum float64
+	n := 0
+	for i, p := range all {
+		if p.K != k || p.Kind != kind {
+			continue
 		}
+		var base float64
+		nb := 0
+		for j := i - 1; j >= 0; j-- {
+			if all[j].K == k && all[j].Kind == "writes" {
+				base, nb = base+all[j].CPUPerClient, nb+1
+				break
+			}
+		}
+		for j := i + 1; j < len(all); j++ {
+			if all[j].K == k && all[j].Kind == "writes" {
+				base, nb = base+all[j].CPUPerClient, nb+1
+				break
+			}
+		}
+		v := p.CPUPerClient
+		if nb > 0 {
+			v -= base / float64(nb)
+		}
+		sum += v
+		n++
 	}
 	if n == 0 {
 		return 0, false
 	}
-	v := sum / float64(n)
-	if nw > 0 {
-		v -= w / float64(nw)
-	}
-	return v, true
+	return sum / float64(n), true
 }
 
 // memPerClient is the gateway memory per client of the phases of one K and

@@ -173,6 +173,13 @@ func TestNetCPU(t *testing.T) {
 		{Kind: "live", K: 1000, CPUPerClient: 14},
 		{Kind: "poll", K: 1000, CPUPerClient: 60},
 		{Kind: "poll", K: 5000, CPUPerClient: 99},
+		// A baseline that drifts: each phase is net of the writes next to it.
+		{Kind: "writes", K: 2000, CPUPerClient: 10},
+		{Kind: "live", K: 2000, CPUPerClient: 13},
+		{Kind: "writes", K: 2000, CPUPerClient: 20},
+		{Kind: "poll", K: 2000, CPUPerClient: 70},
+		{Kind: "writes", K: 2000, CPUPerClient: 30},
+		{Kind: "live", K: 2000, CPUPerClient: 35},
 	}
 	cases := []struct {
 		name string
@@ -185,6 +192,8 @@ func TestNetCPU(t *testing.T) {
 		{"poll net of the writes", 1000, "poll", 50, true},
 		{"no writes phase: raw", 5000, "poll", 99, true},
 		{"no phase of that kind", 5000, "live", 0, false},
+		{"live net of its neighbouring writes", 2000, "live", 1.5, true}, // (13 − 15 + 35 − 30) / 2
+		{"poll net of its neighbouring writes", 2000, "poll", 45, true},  // 70 − (20 + 30) / 2
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
