@@ -42,18 +42,27 @@ type connExec struct {
 }
 
 func newConnExec(api *httpAPI) (*connExec, error) {
-	u, err := url.Parse(api.base)
+	_, addr, err := plainAddr(api.base)
 	if err != nil {
 		return nil, err
 	}
-	if u.Scheme != "http" {
-		return nil, fmt.Errorf("-client %s speaks plain http only, not %q", ClientConn, u.Scheme)
+	return &connExec{api: api, addr: addr}, nil
+}
+
+// plainAddr parses the base URL of a -client conn target: plain http only
+// (the load tool runs on loopback); addr is its host:port to dial.
+func plainAddr(base string) (u *url.URL, addr string, err error) {
+	if u, err = url.Parse(base); err != nil {
+		return nil, "", err
 	}
-	addr := u.Host
+	if u.Scheme != "http" {
+		return nil, "", fmt.Errorf("-client %s speaks plain http only, not %q", ClientConn, u.Scheme)
+	}
+	addr = u.Host
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
-	return &connExec{api: api, addr: addr}, nil
+	return u, addr, nil
 }
 
 // ForWorker gives a worker its own connection (dialed at its first request).

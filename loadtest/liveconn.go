@@ -41,16 +41,9 @@ func (e *liveStatusError) Error() string { return fmt.Sprintf("live stream refus
 // openRawLive opens the live stream of board b on gateway base (http://
 // only), the same request the client library sends.
 func openRawLive(ctx context.Context, base string, b client.Board, o client.LiveOptions) (*rawLive, error) {
-	u, err := url.Parse(base)
+	u, addr, err := plainAddr(base)
 	if err != nil {
 		return nil, err
-	}
-	if u.Scheme != "http" {
-		return nil, fmt.Errorf("-client %s speaks plain http only, not %q", ClientConn, u.Scheme)
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
 	q := url.Values{}
 	if o.Top > 0 {
