@@ -189,8 +189,8 @@ func TestConnClientTopAllocs(t *testing.T) {
 	}
 }
 
-// -client conn is for the closed loop and the live scenario only, and a
-// known client.
+// -client conn is for the closed loop and the live scenario only (the join
+// storm, which takes it too, validates no scenario), and a known client.
 func TestScenarioClient(t *testing.T) {
 	for _, tc := range []struct {
 		name, mode, client string

@@ -119,7 +119,7 @@ func (sc *Scenario) Validate() error {
 	case "", ClientTransport:
 	case ClientConn:
 		if sc.Mode != "closed" && !sc.live {
-			bad("client", "%q is for the closed loop and the live scenario only", ClientConn)
+			bad("client", "%q is for the closed loop, the live scenario and the join storm only", ClientConn)
 		}
 	default:
 		bad("client", "must be %s or %s, got %q", ClientTransport, ClientConn, sc.Client)
