@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -428,5 +429,49 @@ func TestDrainWaitsForStreams(t *testing.T) {
 	defer cancel2()
 	if err := h.Drain(ctx2); err != nil {
 		t.Fatalf("Drain after the last stream closed: %v", err)
+	}
+}
+
+// TestContent: an answer's content leaves out its read metadata and only
+// that: two reads that differ in as_of or lag have the same content, two
+// that differ in an entry (or in a user id that quotes a key) do not.
+func TestContent(t *testing.T) {
+	t.Parallel()
+	lag1, lag2 := int64(1), int64(9)
+	page := func(at time.Time, lag *int64, user string) []byte {
+		p := gateway.Page{ReadMeta: gateway.ReadMeta{Board: "w/p/national", Source: gateway.SourceIndex, AsOf: at, LagMs: lag},
+			Entries: []rank.Entry{{User: user, Points: 5, Rank: 1}}}
+		js, err := p.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	standing := func(at time.Time, pts int64) []byte {
+		js, err := gateway.MemberStanding{ReadMeta: gateway.ReadMeta{Board: `b,"user":x`, AsOf: at}, User: "u", Points: pts}.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	t0, t1 := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC), time.Date(2026, 12, 4, 1, 0, 1, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		a, b []byte
+		key  string
+		same bool
+	}{
+		{"page: another as_of and lag", page(t0, &lag1, "a"), page(t1, &lag2, "a"), entriesKey, true},
+		{"page: another entry", page(t0, &lag1, "a"), page(t0, &lag1, "b"), entriesKey, false},
+		{"page: a user id that quotes the key", page(t0, nil, `x,"entries":`), page(t0, nil, `y,"entries":`), entriesKey, false},
+		{"standing: another as_of", standing(t0, 3), standing(t1, 3), userKey, true},
+		{"standing: other points", standing(t0, 3), standing(t0, 4), userKey, false},
+		{"no key: the whole answer", []byte(`{"as_of":"1"}`), []byte(`{"as_of":"2"}`), entriesKey, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := bytes.Equal(content(tc.a, tc.key), content(tc.b, tc.key)); got != tc.same {
+				t.Fatalf("same content %v, want %v:\n%s\n%s", got, tc.same, tc.a, tc.b)
+			}
+		})
 	}
 }
