@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rankgate/rankgate/internal/testnet"
 	"github.com/rankgate/rankgate/internal/workload"
 )
 
@@ -120,10 +121,9 @@ func TestConnClientSameAsTransport(t *testing.T) {
 	t.Run("nothing listens", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		dead := httptest.NewServer(http.NotFoundHandler())
-		dead.Close()
+		dead := "http://" + testnet.RefusingAddr(t)
 		w2 := testWorld(t, func(sc *Scenario) {
-			sc.Gateway = dead.URL
+			sc.Gateway = dead
 			sc.Ops = []workload.OpSpec{workload.Op(workload.OpTop, 1)}
 		})
 		ce2, err := newConnExec(newHTTPAPI(w2))

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/rankgate/rankgate/internal/testnet"
 )
 
 // TestHealthcheck: the image's HEALTHCHECK command succeeds on a 200 and
@@ -25,9 +27,7 @@ func TestHealthcheck(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv.URL
 	}
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closedURL := closed.URL
-	closed.Close()
+	closedURL := "http://" + testnet.RefusingAddr(t)
 	tests := []struct {
 		title   string
 		args    []string
