@@ -93,7 +93,8 @@ func runJoinStorm(ctx context.Context, base, clientKind string, timeout time.Dur
 	}
 	hc := newHTTPClient(j.n, timeout)
 	opts := []client.Option{client.WithHTTPClient(hc), client.WithRetry(client.Retry{Attempts: 1})}
-	if tok := os.Getenv("RANKGATE_TOKEN"); tok != "" {
+	tok := os.Getenv("RANKGATE_TOKEN")
+	if tok != "" {
 		opts = append(opts, client.WithToken(tok))
 	}
 	c, err := client.New(base, opts...)
@@ -105,11 +106,11 @@ func runJoinStorm(ctx context.Context, base, clientKind string, timeout time.Dur
 		return err
 	}
 	defer stop()
-	var y stormClient = &transportStorm{c: c, hc: hc, base: base, bareURL: bare, bareHC: newHTTPClient(j.n, timeout)}
+	var y stormClient = &transportStorm{stormAdmin: stormAdmin{c}, hc: hc, base: base, bareURL: bare, bareHC: newHTTPClient(j.n, timeout)}
 	switch clientKind {
 	case "", ClientTransport:
 	case ClientConn:
-		cs, err := newConnStorm(base, bare, os.Getenv("RANKGATE_TOKEN"), j.n)
+		cs, err := newConnStorm(c, base, bare, tok, j.n)
 		if err != nil {
 			return err
 		}
@@ -177,10 +178,21 @@ type joinOutcome struct {
 	code   string
 }
 
+// stormAdmin creates and cancels a storm's tournaments through the Go
+// client, whichever client sends the storm.
+type stormAdmin struct{ c *client.Client }
+
+func (a stormAdmin) create(ctx context.Context, t client.Tournament) error {
+	_, err := a.c.CreateTournament(ctx, t)
+	return err
+}
+
+func (a stormAdmin) cancel(ctx context.Context, id string) { _, _ = a.c.CancelTournament(ctx, id) }
+
 // transportStorm is the storm through net/http's Transport and the Go
 // client (-client transport).
 type transportStorm struct {
-	c             *client.Client
+	stormAdmin
 	hc, bareHC    *http.Client
 	base, bareURL string
 }
@@ -213,13 +225,6 @@ func (y *transportStorm) joins(ctx context.Context, id string, n int) ([]time.Du
 	})
 	return ds, out, err
 }
-
-func (y *transportStorm) create(ctx context.Context, t client.Tournament) error {
-	_, err := y.c.CreateTournament(ctx, t)
-	return err
-}
-
-func (y *transportStorm) cancel(ctx context.Context, id string) { _, _ = y.c.CancelTournament(ctx, id) }
 
 // startPlainHandler serves a plain Go net/http handler on a loopback port
 // of this process: 200 "ok", nothing else.
@@ -342,13 +347,13 @@ func together(n int, call func(i int) error) ([]time.Duration, error) {
 // buffer its connection reuses. Administration (create, cancel) goes
 // through the Go client.
 type connStorm struct {
-	c             *client.Client
+	stormAdmin
 	host          string
 	token         string
 	gw, bareConns []*connWorker
 }
 
-func newConnStorm(base, bare, token string, n int) (*connStorm, error) {
+func newConnStorm(c *client.Client, base, bare, token string, n int) (*connStorm, error) {
 	gw, err := newConnExec(&httpAPI{base: base})
 	if err != nil {
 		return nil, err
@@ -357,15 +362,7 @@ func newConnStorm(base, bare, token string, n int) (*connStorm, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []client.Option{client.WithRetry(client.Retry{Attempts: 1})}
-	if token != "" {
-		opts = append(opts, client.WithToken(token))
-	}
-	c, err := client.New(base, opts...)
-	if err != nil {
-		return nil, err
-	}
-	cs := &connStorm{c: c, host: gw.addr, token: token, gw: make([]*connWorker, n), bareConns: make([]*connWorker, n)}
+	cs := &connStorm{stormAdmin: stormAdmin{c}, host: gw.addr, token: token, gw: make([]*connWorker, n), bareConns: make([]*connWorker, n)}
 	for i := range n {
 		cs.gw[i] = &connWorker{e: gw}
 		cs.bareConns[i] = &connWorker{e: bh}
@@ -452,10 +449,3 @@ func joinAnswer(code int, body []byte) (joinOutcome, error) {
 	}
 	return joinOutcome{code: env.Error.Code}, nil
 }
-
-func (cs *connStorm) create(ctx context.Context, t client.Tournament) error {
-	_, err := cs.c.CreateTournament(ctx, t)
-	return err
-}
-
-func (cs *connStorm) cancel(ctx context.Context, id string) { _, _ = cs.c.CancelTournament(ctx, id) }
