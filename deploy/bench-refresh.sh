@@ -26,6 +26,11 @@
 #   make bench-refresh                                 # BASE f06cb1f, 2 rounds, 15 s per run
 #   BASE=HEAD~1 ROUNDS=1 DURATION=10s CLIENTS=conn make bench-refresh
 #   PIN=1 ROUNDS=2 DURATION=10s make bench-refresh     # server and load tool on a core each
+#   SERVER_GOGC=400 PIN=1 make bench-refresh           # the servers' GC target (GOGC), not the tool's
+#
+# SERVER_GOGC sets GOGC for both gateways and the plain handler (unset: Go's default, 100): a
+# gateway that answers mostly cached reads has a small heap and collects it many times a second;
+# docs/config.md ("Go runtime") says when to raise it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -39,11 +44,14 @@ CLIENTS=${CLIENTS:-conn transport}
 MEMBERS=${MEMBERS:-20000}
 CONFIG=${CONFIG:-deploy/bench-writes.yaml}
 PIN=${PIN:-0}
+SERVER_GOGC=${SERVER_GOGC:-}
 server_cpu=() tool_cpu=()
 if [[ $PIN == 1 ]]; then
 	command -v taskset >/dev/null || { echo "bench-refresh: PIN=1 needs taskset (util-linux)" >&2; exit 1; }
 	server_cpu=(taskset -c 0) tool_cpu=(taskset -c 1)
 fi
+server_env=(env)
+[[ -n $SERVER_GOGC ]] && server_env+=("GOGC=$SERVER_GOGC")
 OUT=${OUT:-loadtest/results/bench-refresh-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -63,7 +71,7 @@ go build -o "$OUT/plainhttp" ./loadtest/plainhttp
 bench_cluster_up
 run_id=$(date +%s)
 start_gateway() { # name port
-	RANKGATE_REDIS_ADDRS=$ADDRS RANKGATE_REDIS_PREFIX="br$1$run_id" "${server_cpu[@]}" "$OUT/gateway-$1" -config "$CONFIG" \
+	RANKGATE_REDIS_ADDRS=$ADDRS RANKGATE_REDIS_PREFIX="br$1$run_id" "${server_env[@]}" "${server_cpu[@]}" "$OUT/gateway-$1" -config "$CONFIG" \
 		-listen "127.0.0.1:$2" -ready-file "$OUT/ready-$1" 2>"$OUT/gateway-$1.log" &
 	pids+=($!)
 }
@@ -92,7 +100,7 @@ for t in base new; do loadtest "$t" "$OUT/prefill-$t" -prefill "$MEMBERS" -durat
 top_path="/v1/boards/w16/current/national/top?consistency=cached&limit=100"
 curl -sf "$(url new)$top_path" >/dev/null
 curl -sf "$(url new)$top_path" >"$OUT/top100.json"
-"${server_cpu[@]}" "$OUT/plainhttp" -listen "127.0.0.1:$((GATEWAY_PORT + 2))" -body "$OUT/top100.json" -ready-file "$OUT/ready-plain" 2>"$OUT/plain.log" &
+"${server_env[@]}" "${server_cpu[@]}" "$OUT/plainhttp" -listen "127.0.0.1:$((GATEWAY_PORT + 2))" -body "$OUT/top100.json" -ready-file "$OUT/ready-plain" 2>"$OUT/plain.log" &
 pids+=($!)
 for _ in $(seq 1 20); do [[ -s $OUT/ready-plain ]] && break; sleep 0.25; done
 [[ -s $OUT/ready-plain ]] || { echo "bench-refresh: the plain handler did not start; see $OUT/plain.log" >&2; exit 1; }
@@ -126,6 +134,7 @@ done
 	echo
 	echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; $ROUNDS rounds of ${order[*]} per client, $DURATION per run;" \
 		"$([[ $PIN == 1 ]] && echo "servers on CPU 0, the load tool on CPU 1 (PIN=1);" || echo "nothing pinned;")" \
+		"servers' GOGC ${SERVER_GOGC:-100, the Go default};" \
 		"closed loop, $WORKERS workers, cached Top-100 of the 16-shard national board ($MEMBERS members), cache_ttl 1s."
 	echo "GC/s and STW ms: the gateway's GC cycles per second and their stop-the-world pauses summed, during the run."
 	echo

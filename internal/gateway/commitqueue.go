@@ -16,6 +16,12 @@ import (
 // groups run at once; while they do, the next group keeps filling, so the
 // group size follows the load.
 //
+// A request may come before it may commit (ready: its tournament checks are
+// still in Redis): it waits in the queue meanwhile, and a group takes only
+// the requests that are ready, in order, leaving the others for the next —
+// so the checks' round trip overlaps the wait for the group in flight
+// instead of coming before it.
+//
 // No goroutine runs while the queue is empty: the first request of a group
 // starts a collector, which ends when nothing is pending.
 type commitQueue struct {
@@ -24,6 +30,7 @@ type commitQueue struct {
 	run       runFunc
 	slots     chan struct{} // one per group committing
 	kick      chan struct{} // wakes a lingering collector once maxEvents are pending
+	arrived   chan struct{} // a request ready at once came (wakes a collector waiting for checks)
 	waited    observer      // each request's wait from submit until its group starts
 
 	mu         sync.Mutex
@@ -39,6 +46,20 @@ type commitReq struct {
 	plans []*plan
 	out   []BatchItem
 	done  chan struct{}
+	ready <-chan struct{} // closed once it may commit; nil: at once
+}
+
+// isReady reports whether r may join a group now.
+func (r *commitReq) isReady() bool {
+	if r.ready == nil {
+		return true
+	}
+	select {
+	case <-r.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // runFunc commits and projects one group, answering each plan; it calls
@@ -48,7 +69,7 @@ type runFunc func(ctx context.Context, plans []*plan, committed func()) []BatchI
 
 func newCommitQueue(linger time.Duration, maxEvents, maxGroups int, run runFunc) *commitQueue {
 	return &commitQueue{linger: linger, maxEvents: max(maxEvents, 1), run: run,
-		slots: make(chan struct{}, max(maxGroups, 1)), kick: make(chan struct{}, 1), waited: noObserver{}}
+		slots: make(chan struct{}, max(maxGroups, 1)), kick: make(chan struct{}, 1), arrived: make(chan struct{}, 1), waited: noObserver{}}
 }
 
 // observer is what the queue needs of a prometheus.Observer.
@@ -64,9 +85,10 @@ const groupTimeout = 10 * time.Second
 
 // submit queues plans and waits for their answers (one per plan, in order).
 // A caller that gives up first is answered unavailable: its events may still
-// commit, and a retry is a duplicate.
-func (q *commitQueue) submit(ctx context.Context, plans []*plan) []BatchItem {
-	r := &commitReq{ctx: ctx, at: time.Now(), plans: plans, done: make(chan struct{})}
+// commit, and a retry is a duplicate. ready (nil: at once) is closed when
+// the plans may commit; a group takes them only then.
+func (q *commitQueue) submit(ctx context.Context, plans []*plan, ready <-chan struct{}) []BatchItem {
+	r := &commitReq{ctx: ctx, at: time.Now(), plans: plans, done: make(chan struct{}), ready: ready}
 	q.mu.Lock()
 	q.pending = append(q.pending, r)
 	q.n += len(plans)
@@ -79,6 +101,12 @@ func (q *commitQueue) submit(ctx context.Context, plans []*plan) []BatchItem {
 	} else if full {
 		select {
 		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+	if ready == nil && !start {
+		select {
+		case q.arrived <- struct{}{}:
 		default:
 		}
 	}
@@ -119,16 +147,34 @@ func (q *commitQueue) collect() {
 		q.slots <- struct{}{} // a free group slot; requests keep queueing meanwhile
 		q.mu.Lock()
 		var group []*commitReq
+		var wait <-chan struct{} // the first request not ready, when none is
 		n := 0
-		for len(q.pending) > 0 && (n == 0 || n+len(q.pending[0].plans) <= q.maxEvents) {
-			r := q.pending[0]
-			q.pending[0] = nil
-			q.pending = q.pending[1:]
+		rest, full := q.pending[:0], false
+		for _, r := range q.pending {
+			ready := r.isReady()
+			full = full || (ready && n > 0 && n+len(r.plans) > q.maxEvents)
+			if full || !ready {
+				if wait == nil && !ready {
+					wait = r.ready
+				}
+				rest = append(rest, r)
+				continue
+			}
 			group = append(group, r)
 			n += len(r.plans)
 		}
+		clear(q.pending[len(rest):])
+		q.pending = rest
 		q.n -= n
 		q.mu.Unlock()
+		if len(group) == 0 {
+			<-q.slots // nothing may commit yet: wait for the first check, or a request ready at once
+			select {
+			case <-wait:
+			case <-q.arrived:
+			}
+			continue
+		}
 		go q.runGroup(group, n)
 	}
 }

@@ -48,7 +48,7 @@ func TestCommitQueueGroups(t *testing.T) {
 			})
 			ctx := context.Background()
 			submit := func(id string) error {
-				got := q.submit(ctx, []*plan{{ev: Event{EventID: id}}})
+				got := q.submit(ctx, []*plan{{ev: Event{EventID: id}}}, nil)
 				if len(got) != 1 || got[0].Result == nil || got[0].Result.EventID != id {
 					return fmt.Errorf("%s answered %+v", id, got)
 				}
@@ -106,7 +106,7 @@ func TestCommitQueueCallerGivesUp(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	got := q.submit(ctx, []*plan{{}, {}})
+	got := q.submit(ctx, []*plan{{}, {}}, nil)
 	if len(got) != 2 || got[0].Err == nil || got[1].Err == nil {
 		t.Fatalf("answers %+v, want two errors", got)
 	}
@@ -137,7 +137,7 @@ func TestCommitQueueIdleDoesNotLinger(t *testing.T) {
 		return make([]BatchItem, len(plans))
 	})
 	done := make(chan []BatchItem, 1)
-	go func() { done <- q.submit(context.Background(), []*plan{{}}) }()
+	go func() { done <- q.submit(context.Background(), []*plan{{}}, nil) }()
 	if got := waitOrFail(t, done, "the lone request's commit"); len(got) != 1 {
 		t.Errorf("answers %+v, want one", got)
 	}
@@ -159,13 +159,59 @@ func TestCommitQueueSlotFreedAfterCommit(t *testing.T) {
 		return make([]BatchItem, len(plans))
 	})
 	first := make(chan []BatchItem, 1)
-	go func() { first <- q.submit(context.Background(), []*plan{{}}) }()
+	go func() { first <- q.submit(context.Background(), []*plan{{}}, nil) }()
 	waitOrFail(t, projecting, "the first group's projection")
 	second := make(chan []BatchItem, 1)
-	go func() { second <- q.submit(context.Background(), []*plan{{}, {}}) }()
+	go func() { second <- q.submit(context.Background(), []*plan{{}, {}}, nil) }()
 	if got := waitOrFail(t, second, "the second group, while the first projects"); len(got) != 2 {
 		t.Errorf("second answers %+v, want two", got)
 	}
 	close(release)
 	waitOrFail(t, first, "the first group's answer")
+}
+
+// A request whose checks are still out waits in the queue while the
+// requests after it that are ready commit; once its checks are in, it
+// commits in the next group. A queue with nothing ready waits for the
+// first check without a group.
+func TestCommitQueueWaitsForChecks(t *testing.T) {
+	t.Parallel()
+	groups := make(chan []string, 10)
+	q := newCommitQueue(0, 10, 1, func(_ context.Context, plans []*plan, _ func()) []BatchItem {
+		ids := make([]string, len(plans))
+		for i, p := range plans {
+			ids[i] = p.ev.EventID
+		}
+		groups <- ids
+		return make([]BatchItem, len(plans))
+	})
+	checked := make(chan struct{})
+	slow := make(chan []BatchItem, 1)
+	go func() { slow <- q.submit(context.Background(), []*plan{{ev: Event{EventID: "checked"}}}, checked) }()
+	// Nothing may commit: no group runs until a ready request comes.
+	fast := make(chan []BatchItem, 1)
+	for {
+		q.mu.Lock()
+		queued := len(q.pending)
+		q.mu.Unlock()
+		if queued == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	go func() { fast <- q.submit(context.Background(), []*plan{{ev: Event{EventID: "plain"}}}, nil) }()
+	if got := waitOrFail(t, groups, "the ready request's group"); len(got) != 1 || got[0] != "plain" {
+		t.Fatalf("first group %v, want [plain] (the request still checked waits)", got)
+	}
+	waitOrFail(t, fast, "the ready request's answer")
+	select {
+	case <-slow:
+		t.Fatal("the request still checked was answered before its checks were in")
+	default:
+	}
+	close(checked)
+	if got := waitOrFail(t, groups, "the checked request's group"); len(got) != 1 || got[0] != "checked" {
+		t.Fatalf("second group %v, want [checked]", got)
+	}
+	waitOrFail(t, slow, "the checked request's answer")
 }

@@ -121,7 +121,7 @@ func newLedgerWrites(s *Service, linger time.Duration, maxEvents int) *ledgerWri
 		maxEvents = 500
 	}
 	w := &ledgerWrites{s: s}
-	w.q = newCommitQueue(linger, maxEvents, commitGroups, w.group)
+	w.q = newCommitQueue(linger, maxEvents, commitGroups, w.commit)
 	w.q.waited = s.m.groupStage.WithLabelValues("queue")
 	return w
 }
@@ -138,19 +138,15 @@ func newLedgerWrites(s *Service, linger time.Duration, maxEvents int) *ledgerWri
 const commitGroups = 1
 
 func (w *ledgerWrites) apply(ctx context.Context, plans []plan, shards map[string]map[string]int, now time.Time) ([]BatchItem, error) {
-	holds, held, sts, err := w.hold(ctx, plans, shards)
-	if err != nil {
-		return nil, err
-	}
+	chk := w.startChecks(ctx, plans, shards)
 	out := make([]BatchItem, len(plans))
-	defer w.giveBack(ctx, holds, held, sts, out)
 	var run []*plan
 	var at []int
 	flush := func() {
 		if len(run) == 0 {
 			return
 		}
-		for j, item := range w.q.submit(ctx, run) {
+		for j, item := range w.q.submit(ctx, run, chk.readyCh()) {
 			out[at[j]] = item
 		}
 		run, at = run[:0], at[:0]
@@ -163,24 +159,63 @@ func (w *ledgerWrites) apply(ctx context.Context, plans []plan, shards map[strin
 			out[i].Err = p.err
 		case p.ev.Reverses != "":
 			flush() // the events before it commit first
+			if chk.wait() != nil {
+				continue // nothing of the batch commits
+			}
 			out[i] = w.group(ctx, []*plan{p}, func() {})[0]
 		default:
 			run, at = append(run, p), append(at, i)
 		}
 	}
 	flush()
+	if chk == nil {
+		return out, nil
+	}
+	if err := chk.wait(); err != nil {
+		return nil, err // every plan was refused it in its group: none committed
+	}
+	w.giveBack(ctx, chk, out)
 	return out, nil
 }
 
-// hold runs the tournament checks of a batch's gated events before the
-// ledger commits them, in one pipeline: on the member's board shard,
-// gate.lua refuses a member who has not joined (when joins are required) or
-// has used max_attempts, and otherwise lets the event take an attempt, held
-// under its event id so that a retried event never takes a second one. A
-// refused plan gets its error. It answers the holds that admitted their
-// plan (held[k]: the plan's index, sts[k]: gate.lua's answer) for giveBack.
-func (w *ledgerWrites) hold(ctx context.Context, plans []plan, shards map[string]map[string]int) (holds []store.Hold, held []int, sts []string, err error) {
+// gateCheck is the tournament checks of one batch's gated events, in Redis
+// while the batch waits in the commit queue (startChecks).
+type gateCheck struct {
+	ready chan struct{} // closed when sts or err is set
+	holds []store.Hold
+	held  []int    // the plan index of each hold
+	sts   []string // gate.lua's answer to each hold
+	err   error
+}
+
+// readyCh is the channel the commit queue waits on (nil: no checks).
+func (c *gateCheck) readyCh() <-chan struct{} {
+	if c == nil {
+		return nil
+	}
+	return c.ready
+}
+
+// wait waits for the checks and answers their error.
+func (c *gateCheck) wait() error {
+	if c == nil {
+		return nil
+	}
+	<-c.ready
+	return c.err
+}
+
+// startChecks sends the tournament checks of a batch's gated events to
+// Redis, in one pipeline, and returns at once (nil: none to check); the
+// commit queue holds the batch's plans until the answers are in, and the
+// group refuses those the checks refused (verdict) before the ledger
+// commits the rest. On the member's board shard, gate.lua refuses a member
+// who has not joined (when joins are required) or has used max_attempts, and
+// otherwise lets the event take an attempt, held under its event id so that
+// a retried event never takes a second one.
+func (w *ledgerWrites) startChecks(ctx context.Context, plans []plan, shards map[string]map[string]int) *gateCheck {
 	s := w.s
+	var c *gateCheck
 	for i := range plans {
 		p := &plans[i]
 		if p.err != nil || p.fam.tour == nil || p.ev.Reverses != "" || p.correction {
@@ -192,28 +227,84 @@ func (w *ledgerWrites) hold(ctx context.Context, plans []plan, shards map[string
 		if g == nil {
 			continue
 		}
-		holds, held = append(holds, store.Hold{Gate: *g, EventID: p.ev.EventID, Member: p.ev.User}), append(held, i)
-	}
-	if len(holds) == 0 {
-		return nil, nil, nil, nil
-	}
-	if sts, err = s.tourBE.HoldAttempts(ctx, holds); err != nil {
-		return nil, nil, nil, writeUnavailable(err, "checking the tournament's joins and attempts")
-	}
-	k := 0
-	for j, st := range sts {
-		p := &plans[held[j]]
-		switch st {
-		case store.HoldNotJoined:
-			p.err = notJoined(p)
-		case store.HoldExhausted:
-			p.err = attemptsExhausted(p)
-		default:
-			holds[k], held[k], sts[k] = holds[j], held[j], st
-			k++
+		if c == nil {
+			c = &gateCheck{ready: make(chan struct{})}
 		}
+		c.holds, c.held = append(c.holds, store.Hold{Gate: *g, EventID: p.ev.EventID, Member: p.ev.User}), append(c.held, i)
+		p.gateAt = len(c.holds)
 	}
-	return holds[:k], held[:k], sts[:k], nil
+	if c == nil {
+		return nil
+	}
+	for i := range plans {
+		plans[i].gate = c
+	}
+	go func() {
+		defer close(c.ready)
+		if c.sts, c.err = s.tourBE.HoldAttempts(ctx, c.holds); c.err != nil {
+			c.err = writeUnavailable(c.err, "checking the tournament's joins and attempts")
+		}
+	}()
+	return c
+}
+
+// checked answers whether the checks of p's batch let it commit, once they
+// are in: nil, or the refusal (not joined, attempts used) — or, when the
+// checks failed, their error, for every plan of the batch.
+func (p *plan) checked() error {
+	c := p.gate
+	switch {
+	case c == nil:
+		return nil
+	case c.err != nil:
+		return c.err
+	case p.gateAt == 0:
+		return nil
+	}
+	switch c.sts[p.gateAt-1] {
+	case store.HoldNotJoined:
+		return notJoined(p)
+	case store.HoldExhausted:
+		return attemptsExhausted(p)
+	}
+	return nil
+}
+
+// commit is the commit queue's group: the plans their checks refused are
+// answered so, the rest commit together (group).
+func (w *ledgerWrites) commit(ctx context.Context, plans []*plan, done func()) []BatchItem {
+	var out []BatchItem
+	var keep []*plan
+	var at []int
+	for i, p := range plans {
+		err := p.checked()
+		if err == nil && out == nil {
+			continue
+		}
+		if out == nil { // the first refusal: the plans before it are kept
+			out = make([]BatchItem, len(plans))
+			keep, at = append(keep, plans[:i]...), make([]int, i, len(plans))
+			for j := range i {
+				at[j] = j
+			}
+		}
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		keep, at = append(keep, p), append(at, i)
+	}
+	if out == nil {
+		return w.group(ctx, plans, done)
+	}
+	if len(keep) == 0 {
+		done()
+		return out
+	}
+	for j, item := range w.group(ctx, keep, done) {
+		out[at[j]] = item
+	}
+	return out
 }
 
 // giveBack returns the attempts of admitted events the ledger refused for
@@ -223,14 +314,17 @@ func (w *ledgerWrites) hold(ctx context.Context, plans []plan, shards map[string
 // rebuild counted it from the ledger). An event that failed for a transient
 // reason keeps its attempt for its retry. Best effort, logged: a lost
 // give-back costs the member one attempt, never grants one more.
-func (w *ledgerWrites) giveBack(ctx context.Context, holds []store.Hold, held []int, sts []string, out []BatchItem) {
+func (w *ledgerWrites) giveBack(ctx context.Context, c *gateCheck, out []BatchItem) {
 	var gives []store.Hold
-	for k, i := range held {
+	for k, i := range c.held {
+		if st := c.sts[k]; st != store.HoldOK && st != store.HoldHeld {
+			continue // refused by the checks: it took no attempt
+		}
 		err := out[i].Err
 		refused := err != nil && rank.CodeOf(err) != rank.CodeUnavailable && rank.CodeOf(err) != rank.CodeInternal
-		counted := err == nil && out[i].Result != nil && out[i].Result.Duplicate && sts[k] == store.HoldOK
+		counted := err == nil && out[i].Result != nil && out[i].Result.Duplicate && c.sts[k] == store.HoldOK
 		if refused || counted {
-			h := holds[k]
+			h := c.holds[k]
 			h.Give = true
 			gives = append(gives, h)
 		}

@@ -32,7 +32,8 @@ import (
 // seat, so a join is one script against the size bound; a gated write checks
 // the join and the attempts in its own shard's slot — in the write's own
 // script in Redis-only mode, in one script before the ledger commit in
-// ledger mode (ledgerWrites.hold).
+// ledger mode (ledgerWrites.startChecks: sent as the batch arrives, while it waits in
+// the commit queue).
 const (
 	tourPoll  = 200 * time.Millisecond
 	tourStale = 2 * time.Second

@@ -103,7 +103,7 @@ func BenchmarkTournamentJoinStorm(b *testing.B) {
 // HTTP): per iteration, 2000 events by 32 writers to each, in rotating order;
 // in Redis-only mode and in ledger mode.
 //
-//	go test ./internal/gateway/ -run '^$' -bench TournamentWrite -benchtime 10x
+//	go test ./internal/gateway/ -run '^$' -bench TournamentWrite -benchtime 20x
 func BenchmarkTournamentWrite(b *testing.B) {
 	b.Run("redis-only", func(b *testing.B) { tournamentWrites(b, false) })
 	b.Run("ledger", func(b *testing.B) { tournamentWrites(b, true) })

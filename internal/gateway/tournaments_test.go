@@ -7,6 +7,7 @@ import (
 	"github.com/rankgate/rankgate/api/wire"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -832,4 +833,73 @@ func TestTournamentLedgerRebuildRestoresSeats(t *testing.T) {
 		t.Fatalf("the ledger's seats after erasing u3: %v, %v, %v", joined, attempts, err)
 	}
 	wantTop(t, svc, ref, []userPts{{"u1", 11}, {"u2", 5}})
+}
+
+// failingHolds is a TournamentBackend whose tournament checks fail while
+// fail is set.
+type failingHolds struct {
+	TournamentBackend
+	fail atomic.Bool
+}
+
+func (f *failingHolds) HoldAttempts(ctx context.Context, hs []store.Hold) ([]string, error) {
+	if f.fail.Load() {
+		return nil, errors.New("injected: Redis unreachable")
+	}
+	return f.TournamentBackend.HoldAttempts(ctx, hs)
+}
+
+// TestTournamentLedgerBatchChecks: in ledger mode a batch's tournament checks
+// run while the batch waits for its commit. A member the checks refuse is
+// answered so and the rest of the batch commits; when the checks fail, the
+// whole batch fails and nothing of it reaches the ledger, the configured
+// family's event included.
+func TestTournamentLedgerBatchChecks(t *testing.T) {
+	t.Parallel()
+	l := openTestLedger(t)
+	holds := &failingHolds{}
+	svc := newClusterServiceWith(t, tourFamilies, func(o *Options, _ *store.Store) { o.Ledger = l })
+	holds.TournamentBackend = svc.tourBE
+	svc.tourBE = holds
+	tr := running("checked", time.Now())
+	tr.JoinRequired = true
+	mustCreate(t, svc, tr)
+	ctx := ctxT(t, 20*time.Second)
+	if _, err := svc.Join(ctx, "checked", "in"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := svc.ApplyBatch(ctx, []Event{
+		sumEv("b1", "checked", "in", 5, nil),
+		sumEv("b2", "checked", "out", 7, nil),
+		sumEv("b3", "weekly", "w1", 3, nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []rank.Code{"", rank.CodeNotJoined, ""} {
+		if rank.CodeOf(out[i].Err) != want {
+			t.Fatalf("item %d: %v, want %q", i, out[i].Err, want)
+		}
+	}
+	wantTop(t, svc, nationalRef("checked", "current"), []userPts{{"in", 5}})
+
+	holds.fail.Store(true)
+	if _, err := svc.ApplyBatch(ctx, []Event{
+		sumEv("f1", "checked", "in", 1, nil),
+		sumEv("f2", "weekly", "w2", 4, nil),
+	}); rank.CodeOf(err) != rank.CodeUnavailable {
+		t.Fatalf("batch with failing checks: %v, want unavailable", err)
+	}
+	wf, err := svc.family("weekly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lt, err := l.Total(ctx, "weekly", wf.spec.At(time.Now()).ID, "national", "w2"); err != nil || lt.Points != 0 {
+		t.Fatalf("ledger total of w2 after the failed batch: %+v, %v; want none", lt, err)
+	}
+	holds.fail.Store(false)
+	if _, err := svc.ApplyEvent(ctx, sumEv("f1", "checked", "in", 1, nil)); err != nil {
+		t.Fatalf("retry after the checks failed: %v", err)
+	}
+	wantTop(t, svc, nationalRef("checked", "current"), []userPts{{"in", 6}})
 }

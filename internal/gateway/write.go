@@ -36,6 +36,10 @@ type plan struct {
 	operator   string
 	lateKept   bool      // recorded for review already
 	received   time.Time // when the batch arrived (ledger mode)
+	// gate: the tournament checks of its batch (ledger mode; nil: none);
+	// gateAt: its own check's index + 1 among them (0: not checked).
+	gate   *gateCheck
+	gateAt int
 	// fp is "family/period" (famPeriod), built once per plan.
 	fp string
 }
