@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rankgate/rankgate/internal/live"
@@ -97,7 +99,10 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 
 // serveStream writes sub's answers to st until the client goes, the hub
 // ends the subscription or a write fails; then it closes both. id is the
-// last event id the client saw (Last-Event-ID), or 0.
+// last event id the client saw (Last-Event-ID), or 0. Where st can write
+// without blocking, the hub writes most answers itself (liveWriter.Send);
+// this goroutine writes the first, those the hub left pending, what a write
+// without blocking left over, and the heartbeats.
 func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Duration) {
 	defer sub.Close()
 	defer st.close()
@@ -105,25 +110,15 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 		sub.Drop("write")
 		return
 	}
-	var head []byte
-	event := func(typ string, data []byte) error {
-		id++
-		head = append(head[:0], "id: "...)
-		head = strconv.AppendUint(head, id, 10)
-		head = append(head, "\nevent: "...)
-		head = append(head, typ...)
-		head = append(head, "\ndata: "...)
-		checkStall(st, sub)
-		if err := st.write(head, data, eventEnd); err != nil {
-			return err
-		}
-		sub.Sent(typ)
-		return nil
+	w := &liveWriter{st: st, sub: sub, id: id, typ: "snapshot", flush: make(chan struct{}, 1)}
+	if st.canTry() {
+		sub.SetDirect(w)
+		defer sub.SetDirect(nil)
 	}
 	ping := time.NewTicker(heartbeat)
 	defer ping.Stop()
-	typ := "snapshot"
 	for {
+		var err error
 		select {
 		case <-st.gone():
 			return
@@ -134,27 +129,133 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 			}
 			// A client that stopped reading would hold this last write
 			// for the whole write timeout: it gets a second at most.
+			w.mu.Lock()
 			st.shorten(finalWriteTimeout)
-			_ = event(final, []byte("{}"))
+			_ = w.event(final, []byte("{}"))
+			w.mu.Unlock()
 			return
 		case <-sub.Ready():
-			data, ok := sub.Next()
-			if !ok {
-				continue
+			w.mu.Lock()
+			if data, ok := sub.Next(); ok {
+				err = w.event(w.typ, data)
 			}
-			if err := event(typ, data); err != nil {
-				sub.Drop("write")
-				return
-			}
-			typ = "update"
+			w.mu.Unlock()
+		case <-w.flush:
+			w.mu.Lock()
+			err = w.flushRest()
+			w.mu.Unlock()
 		case <-ping.C:
-			checkStall(st, sub)
-			if err := st.write(livePing); err != nil {
-				sub.Drop("write")
-				return
+			w.mu.Lock()
+			if err = w.flushRest(); err == nil {
+				checkStall(st, sub)
+				err = st.write(livePing)
 			}
+			w.mu.Unlock()
+		}
+		if err != nil {
+			sub.Drop("write")
+			return
 		}
 	}
+}
+
+// liveWriter writes one stream's events, from the stream's goroutine or
+// from the hub's (Send, live.Direct); mu orders them.
+type liveWriter struct {
+	mu    sync.Mutex
+	st    stream
+	sub   *live.Subscription
+	id    uint64 // the last event id written
+	typ   string // the next answer's event type: snapshot, then update
+	head  []byte
+	rest  []byte        // what a write without blocking left unsent
+	flush chan struct{} // cap 1: rest is waiting for the stream's goroutine
+}
+
+var _ live.Direct = (*liveWriter)(nil)
+
+func (w *liveWriter) TryLock() bool { return w.mu.TryLock() }
+func (w *liveWriter) Unlock()       { w.mu.Unlock() }
+
+// header renders the id, event and data-prefix lines of the next event.
+func (w *liveWriter) header(typ string) []byte {
+	h := append(w.head[:0], "id: "...)
+	h = strconv.AppendUint(h, w.id+1, 10)
+	h = append(h, "\nevent: "...)
+	h = append(h, typ...)
+	h = append(h, "\ndata: "...)
+	w.head = h
+	return h
+}
+
+// event writes one event, blocking (under the stream's write deadline),
+// after what a write without blocking left. mu is held.
+func (w *liveWriter) event(typ string, data []byte) error {
+	if err := w.flushRest(); err != nil {
+		return err
+	}
+	checkStall(w.st, w.sub)
+	if err := w.st.write(w.header(typ), data, eventEnd); err != nil {
+		return err
+	}
+	w.sent(typ)
+	return nil
+}
+
+func (w *liveWriter) sent(typ string) {
+	w.id++
+	if typ == "snapshot" || typ == "update" {
+		w.typ = "update"
+	}
+	w.sub.Sent(typ)
+}
+
+// flushRest writes what a write without blocking left. mu is held.
+func (w *liveWriter) flushRest() error {
+	if len(w.rest) == 0 {
+		return nil
+	}
+	err := w.st.write(w.rest)
+	w.rest = nil
+	return err
+}
+
+// Send writes data as the next answer without blocking (live.Direct): what
+// the socket takes now; the rest is left to the stream's goroutine. False
+// when nothing could be written: data then waits as a pending answer. mu
+// is held (TryLock).
+func (w *liveWriter) Send(data []byte) bool {
+	if len(w.rest) > 0 {
+		return false
+	}
+	checkStall(w.st, w.sub)
+	head := w.header(w.typ)
+	n, err := w.st.tryWrite(head, data, eventEnd)
+	if err != nil || n == 0 {
+		return false
+	}
+	if total := len(head) + len(data) + len(eventEnd); n < total {
+		w.rest = appendFrom(make([]byte, 0, total-n), n, head, data, eventEnd)
+		select {
+		case w.flush <- struct{}{}:
+		default:
+		}
+	}
+	w.sent(w.typ)
+	return true
+}
+
+// appendFrom appends to b the bytes of parts from offset n on.
+func appendFrom(b []byte, n int, parts ...[]byte) []byte {
+	for _, p := range parts {
+		if n >= len(p) {
+			n -= len(p)
+			continue
+		}
+		b = append(b, p[n:]...)
+		n = 0
+	}
+	return b
 }
 
 // checkStall tells sub whether its client stalled, when st has looked.
@@ -163,6 +264,9 @@ func checkStall(st stream, sub *live.Subscription) {
 		sub.Stalled(stalled)
 	}
 }
+
+// errWouldBlock: a stream that cannot write without blocking.
+var errWouldBlock = errors.New("live: this stream writes only from its own goroutine")
 
 // maxStallCheck bounds the interval of a stream's stall checks.
 const maxStallCheck = 5 * time.Second
@@ -188,6 +292,13 @@ type stream interface {
 	close()
 	// shorten lowers the write deadline of the writes still to come.
 	shorten(d time.Duration)
+	// canTry reports whether tryWrite can write.
+	canTry() bool
+	// tryWrite writes what the connection takes now without blocking, and
+	// answers how many bytes that was; an error where it cannot (then it
+	// wrote nothing). Between a write and a tryWrite nothing is lost: the
+	// caller keeps the bytes not taken.
+	tryWrite(parts ...[]byte) (int, error)
 	// stalled is asked before each write. When looked, it reports whether
 	// the client has taken none of the bytes written to it since the
 	// previous look while some are still queued; a stream looks at most
@@ -218,6 +329,9 @@ func openStream(w http.ResponseWriter, r *http.Request, timeout, check time.Dura
 			_ = hdr.Write(&b) // a bytes.Buffer does not fail
 			b.WriteString("\r\n")
 			rs := &rawStream{conn: conn, timeout: timeout, check: check, left: make(chan struct{}), status: b.Bytes()}
+			if sc, ok := conn.(syscall.Conn); ok {
+				rs.raw, _ = sc.SyscallConn() // nil: every write blocks
+			}
 			// What the client sends from now on (nothing, for an
 			// EventSource) is read and dropped; its end says it has gone.
 			go rs.watch()
@@ -231,6 +345,7 @@ func openStream(w http.ResponseWriter, r *http.Request, timeout, check time.Dura
 // rawStream is a connection taken over from net/http.
 type rawStream struct {
 	conn    net.Conn
+	raw     syscall.RawConn // tryWrite's; nil: none
 	timeout time.Duration
 	left    chan struct{} // closed when a read from the client fails
 	status  []byte        // the status line and headers, sent with the first write
@@ -256,6 +371,9 @@ func (s *rawStream) watch() {
 	}
 }
 
+// write blocks until parts are written or the write timeout passed. The
+// deadline is cleared after (tryWrite would fail on a past one); a
+// timed-out write leaves the stream to be closed.
 func (s *rawStream) write(parts ...[]byte) error {
 	if err := s.conn.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil {
 		return err
@@ -269,7 +387,23 @@ func (s *rawStream) write(parts ...[]byte) error {
 	nb := net.Buffers(bufs)
 	n, err := nb.WriteTo(s.conn)
 	s.queued += int(n)
-	return err
+	if err != nil {
+		return err
+	}
+	return s.conn.SetWriteDeadline(time.Time{})
+}
+
+func (s *rawStream) canTry() bool { return s.raw != nil && canWritev }
+
+// tryWrite: one writev on the non-blocking socket, once the status line
+// went out with a blocking write.
+func (s *rawStream) tryWrite(parts ...[]byte) (int, error) {
+	if !s.canTry() || s.status != nil {
+		return 0, errWouldBlock
+	}
+	n, err := writevNow(s.raw, parts)
+	s.queued += n
+	return n, err
 }
 
 // stalled: the send queue holds bytes and not one byte of it was
@@ -315,7 +449,9 @@ func (s *flushStream) write(parts ...[]byte) error {
 	return s.rc.Flush()
 }
 
-func (s *flushStream) gone() <-chan struct{}   { return s.done }
-func (s *flushStream) stalled() (bool, bool)   { return false, false }
-func (s *flushStream) close()                  {}
-func (s *flushStream) shorten(d time.Duration) { s.timeout = min(s.timeout, d) }
+func (s *flushStream) canTry() bool                    { return false }
+func (s *flushStream) tryWrite(...[]byte) (int, error) { return 0, errWouldBlock }
+func (s *flushStream) gone() <-chan struct{}           { return s.done }
+func (s *flushStream) stalled() (bool, bool)           { return false, false }
+func (s *flushStream) close()                          {}
+func (s *flushStream) shorten(d time.Duration)         { s.timeout = min(s.timeout, d) }

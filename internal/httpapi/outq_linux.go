@@ -26,3 +26,27 @@ func unsentBytes(conn net.Conn) (int, bool) {
 	}
 	return n, true
 }
+
+// canWritev: writevNow writes here.
+const canWritev = true
+
+// writevNow makes one writev of parts on the connection's non-blocking
+// socket and answers the bytes it took: 0 and no error when it took none
+// (its buffer is full). It never waits for the socket.
+func writevNow(raw syscall.RawConn, parts [][]byte) (int, error) {
+	var n int
+	var werr error
+	err := raw.Write(func(fd uintptr) bool {
+		n, werr = unix.Writev(int(fd), parts)
+		return true // one try: never wait until writable
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case werr == unix.EAGAIN:
+		return 0, nil
+	case werr != nil:
+		return 0, werr
+	}
+	return max(n, 0), nil
+}

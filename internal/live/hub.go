@@ -21,7 +21,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"log/slog"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -412,6 +414,10 @@ func (h *Hub) compute(b *board, fresh bool) {
 	observed := false
 
 	now := h.now()
+	// The answers go to their subscribers once h.mu is released: a
+	// subscriber's stream may write them there and then (Direct).
+	var out []delivery
+	defer func() { deliver(out, now) }()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, g := range groups {
@@ -458,10 +464,52 @@ func (h *Hub) compute(b *board, fresh bool) {
 			g.has = true
 			close(g.ready)
 		}
+		subs := make([]*Subscription, 0, len(g.subs))
 		for s := range g.subs {
-			s.offer(data, now)
+			subs = append(subs, s)
 		}
+		out = append(out, delivery{data, subs})
 	}
+}
+
+// delivery is one shape's new answer and its subscribers.
+type delivery struct {
+	data []byte
+	subs []*Subscription
+}
+
+// deliverChunk is the fewest subscribers worth a goroutine of their own.
+const deliverChunk = 256
+
+// deliver offers each answer to its subscribers: their streams may write it
+// there and then (Direct), one write each, so many subscribers are split
+// among GOMAXPROCS goroutines.
+func deliver(out []delivery, now time.Time) {
+	n := 0
+	for _, d := range out {
+		n += len(d.subs)
+	}
+	parts := min(runtime.GOMAXPROCS(0), n/deliverChunk)
+	if parts <= 1 {
+		for _, d := range out {
+			for _, s := range d.subs {
+				s.offer(d.data, now)
+			}
+		}
+		return
+	}
+	// Part p takes every parts-th subscriber of every answer.
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			for _, d := range out {
+				for i := p; i < len(d.subs); i += parts {
+					d.subs[i].offer(d.data, now)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // checkBehind closes as overloaded the subscribers of g whose pending answer
@@ -605,10 +653,50 @@ type Subscription struct {
 	ended   bool
 	closed  bool
 	counted bool // in the subscribers gauge (guarded by Hub.mu)
+
+	direct atomic.Pointer[directRef] // SetDirect
 }
 
-// offer makes data the pending answer (replacing an older one not taken).
+// Direct is a subscriber's stream when it can take an answer from the hub's
+// own goroutine: Send writes it as the stream's next event at once, without
+// blocking (what the socket takes now; the stream's own goroutine writes
+// the rest), and reports whether it did — false: nothing was written and
+// the answer waits, pending, for the stream's goroutine as without Direct.
+// The hub calls Send only between a successful TryLock and Unlock, and only
+// when no answer is pending; the stream holds the same lock while its own
+// goroutine takes a pending answer and writes it, so the events keep their
+// order. One write from the goroutine that computed the answer, instead of
+// a wake-up of one goroutine per subscriber.
+type Direct interface {
+	TryLock() bool
+	Unlock()
+	Send(data []byte) bool
+}
+
+type directRef struct{ d Direct }
+
+// SetDirect lets the hub hand s's answers to d (nil: back to Next).
+func (s *Subscription) SetDirect(d Direct) {
+	if d == nil {
+		s.direct.Store(nil)
+		return
+	}
+	s.direct.Store(&directRef{d})
+}
+
+// offer makes data the pending answer (replacing an older one not taken),
+// unless the subscriber's stream took it at once (Direct).
 func (s *Subscription) offer(data []byte, now time.Time) {
+	if r := s.direct.Load(); r != nil && r.d.TryLock() {
+		s.mu.Lock()
+		idle := s.pending == nil && !s.closed
+		s.mu.Unlock()
+		sent := idle && r.d.Send(data)
+		r.d.Unlock()
+		if sent {
+			return
+		}
+	}
 	s.mu.Lock()
 	if s.pending == nil {
 		s.since = now

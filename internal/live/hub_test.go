@@ -2,10 +2,13 @@ package live
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +49,13 @@ func (f *fakeReads) Top(_ context.Context, b gateway.BoardRef, n int, _ gateway.
 	for u, pts := range f.points {
 		p.Entries = append(p.Entries, rank.Entry{User: u, Points: pts})
 	}
+	// A board's order: points descending, then the member.
+	slices.SortFunc(p.Entries, func(a, b rank.Entry) int {
+		if c := cmp.Compare(b.Points, a.Points); c != 0 {
+			return c
+		}
+		return strings.Compare(a.User, b.User)
+	})
 	if len(p.Entries) > n {
 		p.Entries = p.Entries[:n]
 	}
@@ -471,6 +481,120 @@ func TestContent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := bytes.Equal(content(tc.a, tc.key), content(tc.b, tc.key)); got != tc.same {
 				t.Fatalf("same content %v, want %v:\n%s\n%s", got, tc.same, tc.a, tc.b)
+			}
+		})
+	}
+}
+
+// fakeDirect is a subscriber's stream that takes answers from the hub's
+// goroutine (Direct) while accept is set, and is busy while locked is.
+type fakeDirect struct {
+	mu     sync.Mutex
+	busy   atomic.Bool // its own goroutine is writing: TryLock fails
+	accept atomic.Bool
+	got    [][]byte
+}
+
+func (d *fakeDirect) TryLock() bool {
+	if d.busy.Load() {
+		return false
+	}
+	return d.mu.TryLock()
+}
+func (d *fakeDirect) Unlock() { d.mu.Unlock() }
+func (d *fakeDirect) Send(data []byte) bool {
+	if !d.accept.Load() {
+		return false
+	}
+	d.got = append(d.got, data)
+	return true
+}
+
+func (d *fakeDirect) taken() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.got)
+}
+
+// TestDirect: a subscriber whose stream takes answers at once gets them
+// there, with nothing pending; while an answer is pending, or the stream is
+// busy, or it cannot write now, the answer is pending as without it, and
+// only the newest.
+func TestDirect(t *testing.T) {
+	t.Parallel()
+	f := &fakeReads{points: map[string]int64{"a": 1}}
+	clock := &manualTick{c: make(chan time.Time)}
+	h, _ := newTestHub(t, f, Options{Tick: clock.tick})
+	s, err := h.Subscribe(context.Background(), "", Query{Board: testBoard, Top: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &fakeDirect{}
+	s.SetDirect(d)
+	// Each step sets the stream's state, then changes the board, then runs
+	// a round (a round still under way from the step before sees either
+	// the old board — no news — or the new one, with the new state).
+	for i, c := range []struct {
+		name    string
+		busy    bool
+		accept  bool
+		direct  int  // answers Send took so far
+		pending bool // an answer pending after the round
+	}{
+		{name: "the snapshot is pending: the update replaces it", accept: true, direct: 0, pending: true},
+		{name: "nothing pending: sent at once", accept: true, direct: 1},
+		{name: "the stream is busy: pending", busy: true, accept: true, direct: 1, pending: true},
+		{name: "the socket takes nothing now: pending", accept: false, direct: 1, pending: true},
+		{name: "nothing pending again: sent at once", accept: true, direct: 2},
+	} {
+		d.busy.Store(c.busy)
+		d.accept.Store(c.accept)
+		user := fmt.Sprintf("u%d", i)
+		f.set(user, int64(10+i))
+		clock.rounds(t, 1)
+		if got := d.taken(); got != c.direct {
+			t.Fatalf("%s: Send took %d answers, want %d: %s", c.name, got, c.direct, d.got)
+		}
+		if got := d.taken(); got > 0 && !strings.Contains(string(d.got[got-1]), `"user":"`+user+`"`) && !c.pending {
+			t.Fatalf("%s: Send took %s, not the newest answer", c.name, d.got[got-1])
+		}
+		data, ok := s.Next()
+		if ok != c.pending {
+			t.Fatalf("%s: pending %v, want %v", c.name, ok, c.pending)
+		}
+		if ok && !strings.Contains(string(data), `"user":"`+user+`"`) {
+			t.Fatalf("%s: the pending answer is not the newest: %s", c.name, data)
+		}
+	}
+}
+
+// TestDeliverReachesEverySubscriberOnce: split among goroutines or not,
+// every subscriber of an answer is offered it exactly once.
+func TestDeliverReachesEverySubscriberOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // several parts, whatever the machine
+	for _, n := range []int{1, deliverChunk - 1, 3*deliverChunk + 7, 10 * deliverChunk} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			out := []delivery{{data: []byte("a")}, {data: []byte("b")}}
+			counts := make([]*fakeDirect, 0, 2*n)
+			for k := range out {
+				for range n + k {
+					s := &Subscription{notify: make(chan struct{}, 1)}
+					d := &fakeDirect{}
+					d.accept.Store(true)
+					s.SetDirect(d)
+					out[k].subs = append(out[k].subs, s)
+					counts = append(counts, d)
+				}
+			}
+			deliver(out, time.Now())
+			i := 0
+			for k := range out {
+				for range n + k {
+					if got := counts[i].got; len(got) != 1 || string(got[0]) != string(out[k].data) {
+						t.Fatalf("subscriber %d of answer %s got %q, want it once", i, out[k].data, got)
+					}
+					i++
+				}
 			}
 		})
 	}
