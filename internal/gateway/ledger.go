@@ -172,7 +172,7 @@ func (w *ledgerWrites) apply(ctx context.Context, plans []plan, shards map[strin
 		return out, nil
 	}
 	if err := chk.wait(); err != nil {
-		return nil, err // every plan was refused it in its group: none committed
+		return nil, err // each plan got the error in its group: none committed
 	}
 	w.giveBack(ctx, chk, out)
 	return out, nil

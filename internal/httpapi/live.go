@@ -115,6 +115,7 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 		sub.SetDirect(w)
 		defer sub.SetDirect(nil)
 	}
+	defer w.end()
 	ping := time.NewTicker(heartbeat)
 	defer ping.Stop()
 	for {
@@ -130,6 +131,7 @@ func serveStream(st stream, sub *live.Subscription, id uint64, heartbeat time.Du
 			// A client that stopped reading would hold this last write
 			// for the whole write timeout: it gets a second at most.
 			w.mu.Lock()
+			w.ended = true // the hub writes nothing after the last event
 			st.shorten(finalWriteTimeout)
 			_ = w.event(final, []byte("{}"))
 			w.mu.Unlock()
@@ -170,6 +172,14 @@ type liveWriter struct {
 	head  []byte
 	rest  []byte        // what a write without blocking left unsent
 	flush chan struct{} // cap 1: rest is waiting for the stream's goroutine
+	ended bool          // the stream's goroutine is done: Send writes nothing
+}
+
+// end stops the hub's writes (Send) for good.
+func (w *liveWriter) end() {
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
 }
 
 var _ live.Direct = (*liveWriter)(nil)
@@ -225,7 +235,7 @@ func (w *liveWriter) flushRest() error {
 // when nothing could be written: data then waits as a pending answer. mu
 // is held (TryLock).
 func (w *liveWriter) Send(data []byte) bool {
-	if len(w.rest) > 0 {
+	if w.ended || len(w.rest) > 0 {
 		return false
 	}
 	checkStall(w.st, w.sub)

@@ -137,6 +137,13 @@ func TestLiveWriterSendWithoutBlocking(t *testing.T) {
 	if w.Send([]byte(`{"n":2}`)) {
 		t.Fatal("Send wrote while an earlier event's bytes were left")
 	}
+	left := w.rest
+	w.rest = nil
+	w.end()
+	if w.Send([]byte(`{"n":3}`)) {
+		t.Fatal("Send wrote after the stream's goroutine ended")
+	}
+	w.rest = left
 	want := fmt.Sprintf("id: 8\nevent: update\ndata: %s\n\n", big)
 	got := make(chan []byte, 1)
 	go func() {
