@@ -281,6 +281,8 @@ func serve(ctx context.Context, now func() time.Time, args []string, getenv func
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopGCFloor := startGCFloor(ctx, uint64(cfg.Server.GCMinHeapMiB)<<20, getenv("GOGC"), log)
+	defer stopGCFloor()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -417,6 +417,10 @@ type Server struct {
 	// MaxInflight bounds the /v1 requests served at once; one more answers
 	// 503 unavailable with Retry-After at once instead of queueing.
 	MaxInflight int
+	// GCMinHeapMiB is the GC floor: the Go GC's target is kept at this many
+	// MiB of heap or more while the live heap is small (0: off, GOGC
+	// alone). Unused when the environment sets GOGC.
+	GCMinHeapMiB int
 	// CORS lets browsers on other origins call the /v1 routes.
 	CORS CORS
 }
@@ -585,6 +589,7 @@ func Default() *Config {
 			IdleTimeout:       120 * time.Second,
 			RequestTimeout:    10 * time.Second,
 			MaxInflight:       1000,
+			GCMinHeapMiB:      64,
 			CORS:              CORS{MaxAge: 10 * time.Minute},
 		},
 		Auth:   Auth{Tickets: Tickets{TTL: time.Minute}},

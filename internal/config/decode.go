@@ -121,6 +121,7 @@ func (d *decoder) config(root *yaml.Node) *Config {
 				"idle_timeout":        d.duration(&s.IdleTimeout),
 				"request_timeout":     d.duration(&s.RequestTimeout),
 				"max_inflight":        intField(d, &s.MaxInflight),
+				"gc_min_heap_mib":     intField(d, &s.GCMinHeapMiB),
 				"cors": func(n *yaml.Node, key string) {
 					d.fields(n, key, map[string]field{
 						"allowed_origins": d.strs(&s.CORS.AllowedOrigins),

@@ -17,7 +17,7 @@ func TestServerSection(t *testing.T) {
 		want := Server{
 			ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second,
 			IdleTimeout: 120 * time.Second, RequestTimeout: 10 * time.Second, MaxInflight: 1000,
-			CORS: CORS{MaxAge: 10 * time.Minute},
+			GCMinHeapMiB: 64, CORS: CORS{MaxAge: 10 * time.Minute},
 		}
 		if !reflect.DeepEqual(c.Server, want) {
 			t.Errorf("server = %+v, want %+v", c.Server, want)
@@ -25,7 +25,7 @@ func TestServerSection(t *testing.T) {
 	})
 	t.Run("every key", func(t *testing.T) {
 		c, err := Parse([]byte("server:\n  read_header_timeout: 1s\n  read_timeout: 2s\n  write_timeout: 3s\n" +
-			"  idle_timeout: 4s\n  request_timeout: 500ms\n  max_inflight: 7\n" + withFamily("")))
+			"  idle_timeout: 4s\n  request_timeout: 500ms\n  max_inflight: 7\n  gc_min_heap_mib: 0\n" + withFamily("")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,6 +55,7 @@ func TestSecurityParseErrors(t *testing.T) {
 		{"request beyond write", "server:\n  request_timeout: 31s\n" + withFamily(""), "server.request_timeout", "must be ≤ server.write_timeout"},
 		{"header beyond read", "server:\n  read_header_timeout: 16s\n" + withFamily(""), "server.read_header_timeout", "must be ≤ server.read_timeout"},
 		{"max_inflight 0", "server:\n  max_inflight: 0\n" + withFamily(""), "server.max_inflight", "out of range 1..1000000"},
+		{"gc_min_heap_mib negative", "server:\n  gc_min_heap_mib: -1\n" + withFamily(""), "server.gc_min_heap_mib", "out of range 0..65536"},
 		{"rate not a number", "auth:\n  tokens: [{token_env: T, scopes: [read], rate_per_second: fast}]\n" + withFamily(""), "auth.tokens[0].rate_per_second", "expected a finite number"},
 		{"rate NaN", "auth:\n  tokens: [{token_env: T, scopes: [read], rate_per_second: .nan}]\n" + withFamily(""), "auth.tokens[0].rate_per_second", "expected a finite number"},
 		{"rate infinite", "auth:\n  tokens: [{token_env: T, scopes: [read], rate_per_second: .inf}]\n" + withFamily(""), "auth.tokens[0].rate_per_second", "expected a finite number"},

@@ -476,6 +476,7 @@ func (c *Config) validateServer(v *validator) {
 			s.RequestTimeout, s.WriteTimeout)
 	}
 	v.intRange("server.max_inflight", s.MaxInflight, 1, maxInflightCap)
+	v.intRange("server.gc_min_heap_mib", s.GCMinHeapMiB, 0, maxGCMinHeapMiB)
 	for i, o := range s.CORS.AllowedOrigins {
 		key := fmt.Sprintf("server.cors.allowed_origins[%d]", i)
 		if err := checkOrigin(o); err != nil {
@@ -488,6 +489,9 @@ func (c *Config) validateServer(v *validator) {
 		v.errorf("server.cors.max_age", "%s is out of range 0..%s", a, maxCORSMaxAge)
 	}
 }
+
+// maxGCMinHeapMiB bounds server.gc_min_heap_mib (64 GiB).
+const maxGCMinHeapMiB = 65536
 
 // checkOrigin accepts an origin as a browser sends it in the Origin header
 // (RFC 6454 serialisation): lower-case http or https, a host, a port only
