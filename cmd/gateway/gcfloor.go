@@ -36,18 +36,34 @@ func startGCFloor(ctx context.Context, floor uint64, gogcEnv string, log *slog.L
 	if floor == 0 || gogcEnv != "" || !gcFloorRunning.CompareAndSwap(false, true) {
 		return func() {}
 	}
-	base := debug.SetGCPercent(100)
-	debug.SetGCPercent(base)
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	liveHeap := func() uint64 {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return sample[0].Value.Uint64()
+	}
+	log.Info("GC floor on", "floor_mib", floor>>20)
+	stopFloor := runGCFloor(ctx, floor, gcFloorEvery, debug.SetGCPercent, liveHeap, log)
+	return func() {
+		stopFloor()
+		gcFloorRunning.Store(false)
+	}
+}
+
+// runGCFloor is the floor's loop: every period it reads the live heap and
+// sets the GC percent (setPercent: debug.SetGCPercent, which answers the
+// one before) that gcPercentFor gives; the first time at once. stop ends
+// it and sets the percent back to what it was.
+func runGCFloor(ctx context.Context, floor uint64, period time.Duration, setPercent func(int) int, liveHeap func() uint64, log *slog.Logger) (stop func()) {
+	base := setPercent(100)
+	setPercent(base)
 	cur := base
 	apply := func() {
-		metrics.Read(sample)
-		var live uint64
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			live = sample[0].Value.Uint64()
-		}
+		live := liveHeap()
 		if next := gcPercentFor(floor, live, base); next != cur {
-			debug.SetGCPercent(next)
+			setPercent(next)
 			log.Debug("GC floor: GC percent set", "percent", next, "live_heap_bytes", live, "floor_bytes", floor)
 			cur = next
 		}
@@ -57,20 +73,18 @@ func startGCFloor(ctx context.Context, floor uint64, gogcEnv string, log *slog.L
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer gcFloorRunning.Store(false)
-		defer debug.SetGCPercent(base)
-		t := time.NewTicker(gcFloorEvery)
+		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
+				setPercent(base)
 				return
 			case <-t.C:
 				apply()
 			}
 		}
 	}()
-	log.Info("GC floor on", "floor_mib", floor>>20, "gogc", base)
 	return func() {
 		cancel()
 		<-done

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"log/slog"
-	"runtime/debug"
-	"runtime/metrics"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestGCPercentFor(t *testing.T) {
@@ -39,41 +39,54 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
-// gcPercent reads the GC percent in force.
-func gcPercent(t *testing.T) int {
-	t.Helper()
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		t.Fatal("no /gc/gogc:percent metric")
-	}
-	return int(s[0].Value.Uint64())
+// fakeGC is the GC percent and live heap runGCFloor sees.
+type fakeGC struct {
+	mu      sync.Mutex
+	percent int
+	live    uint64
+	sets    []int // every percent set, in order
 }
 
-// TestGCFloorStartStop: the floor raises the GC percent of a small heap at
-// once and gives it back when stopped; a second floor, or GOGC in the
-// environment, leaves it alone.
-func TestGCFloorStartStop(t *testing.T) {
-	// Not parallel: the GC percent is the process's.
-	log := slog.New(slog.DiscardHandler)
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
-	stop := startGCFloor(context.Background(), 1<<30, "200", log)
-	if p := gcPercent(t); p != 100 {
-		t.Fatalf("the floor set the GC percent to %d although GOGC was set", p)
-	}
+func (f *fakeGC) set(p int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.percent
+	f.percent = p
+	f.sets = append(f.sets, p)
+	return old
+}
+
+func (f *fakeGC) heap() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.live
+}
+
+// TestGCFloorLoop: the floor raises the GC percent of a small heap at once,
+// follows the live heap, and sets the percent it found back when stopped.
+func TestGCFloorLoop(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	f := &fakeGC{percent: 150, live: 4 * mib}
+	// A period far longer than the test: only the first, immediate look.
+	stop := runGCFloor(context.Background(), 64*mib, time.Hour, f.set, f.heap, slog.New(slog.DiscardHandler))
+	f.mu.Lock()
+	raised := f.percent
+	f.mu.Unlock()
 	stop()
-	stop = startGCFloor(context.Background(), 64<<30, "", log) // far above this test's heap
-	raised := gcPercent(t)
-	startGCFloor(context.Background(), 1<<20, "", log)() // a no-op: one floor per process
-	if p := gcPercent(t); p != raised {
-		t.Fatalf("a second floor changed the GC percent from %d to %d", raised, p)
+	if raised != gcPercentFor(64*mib, 4*mib, 150) || raised <= 150 {
+		t.Fatalf("with 4 MiB live under a 64 MiB floor the percent was %d, want %d", raised, gcPercentFor(64*mib, 4*mib, 150))
 	}
+	if f.percent != 150 {
+		t.Fatalf("after stop the percent is %d, want 150 again (sets %v)", f.percent, f.sets)
+	}
+
+	big := &fakeGC{percent: 100, live: 512 * mib}
+	stop = runGCFloor(context.Background(), 64*mib, time.Hour, big.set, big.heap, slog.New(slog.DiscardHandler))
 	stop()
-	if raised != gcFloorMaxPercent {
-		t.Fatalf("under a 64 GiB floor the GC percent was %d, want %d", raised, gcFloorMaxPercent)
-	}
-	if p := gcPercent(t); p != 100 {
-		t.Fatalf("after stop the GC percent is %d, want 100 again", p)
+	for _, p := range big.sets {
+		if p != 100 {
+			t.Fatalf("a live heap above the floor got percent %d (sets %v), want GOGC alone", p, big.sets)
+		}
 	}
 }
