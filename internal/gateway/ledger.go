@@ -273,29 +273,14 @@ func (p *plan) checked() error {
 // commit is the commit queue's group: the plans their checks refused are
 // answered so, the rest commit together (group).
 func (w *ledgerWrites) commit(ctx context.Context, plans []*plan, done func()) []BatchItem {
-	var out []BatchItem
-	var keep []*plan
-	var at []int
+	out := make([]BatchItem, len(plans))
+	keep, at := make([]*plan, 0, len(plans)), make([]int, 0, len(plans))
 	for i, p := range plans {
-		err := p.checked()
-		if err == nil && out == nil {
-			continue
-		}
-		if out == nil { // the first refusal: the plans before it are kept
-			out = make([]BatchItem, len(plans))
-			keep, at = append(keep, plans[:i]...), make([]int, i, len(plans))
-			for j := range i {
-				at[j] = j
-			}
-		}
-		if err != nil {
+		if err := p.checked(); err != nil {
 			out[i].Err = err
 			continue
 		}
 		keep, at = append(keep, p), append(at, i)
-	}
-	if out == nil {
-		return w.group(ctx, plans, done)
 	}
 	if len(keep) == 0 {
 		done()

@@ -214,9 +214,7 @@ func (w *liveWriter) event(typ string, data []byte) error {
 
 func (w *liveWriter) sent(typ string) {
 	w.id++
-	if typ == "snapshot" || typ == "update" {
-		w.typ = "update"
-	}
+	w.typ = "update" // after the snapshot (a last event ends the stream)
 	w.sub.Sent(typ)
 }
 
@@ -340,7 +338,7 @@ func openStream(w http.ResponseWriter, r *http.Request, timeout, check time.Dura
 			b.WriteString("\r\n")
 			rs := &rawStream{conn: conn, timeout: timeout, check: check, left: make(chan struct{}), status: b.Bytes()}
 			if sc, ok := conn.(syscall.Conn); ok {
-				rs.raw, _ = sc.SyscallConn() // nil: every write blocks
+				rs.raw, _ = sc.SyscallConn() // nil: every write blocks, no stall check
 			}
 			// What the client sends from now on (nothing, for an
 			// EventSource) is read and dropped; its end says it has gone.
@@ -355,7 +353,7 @@ func openStream(w http.ResponseWriter, r *http.Request, timeout, check time.Dura
 // rawStream is a connection taken over from net/http.
 type rawStream struct {
 	conn    net.Conn
-	raw     syscall.RawConn // tryWrite's; nil: none
+	raw     syscall.RawConn // for tryWrite and stalled; nil: not a socket
 	timeout time.Duration
 	left    chan struct{} // closed when a read from the client fails
 	status  []byte        // the status line and headers, sent with the first write
@@ -426,7 +424,7 @@ func (s *rawStream) stalled() (bool, bool) {
 		return false, false
 	}
 	s.next = now.Add(s.check)
-	q, ok := unsentBytes(s.conn)
+	q, ok := unsentBytes(s.raw)
 	if !ok {
 		return false, false
 	}

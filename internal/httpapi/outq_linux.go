@@ -3,21 +3,16 @@
 package httpapi
 
 import (
-	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// unsentBytes returns the bytes of conn's send queue the peer has not yet
-// acknowledged (SIOCOUTQ), and false where that cannot be read.
-func unsentBytes(conn net.Conn) (int, bool) {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return 0, false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+// unsentBytes returns the bytes of the connection's send queue the peer has
+// not yet acknowledged (SIOCOUTQ), and false where that cannot be read (raw
+// nil: not a socket).
+func unsentBytes(raw syscall.RawConn) (int, bool) {
+	if raw == nil {
 		return 0, false
 	}
 	n, qerr := 0, error(nil)

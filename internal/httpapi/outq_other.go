@@ -2,13 +2,10 @@
 
 package httpapi
 
-import (
-	"net"
-	"syscall"
-)
+import "syscall"
 
 // unsentBytes cannot read a socket's send queue on this system.
-func unsentBytes(net.Conn) (int, bool) { return 0, false }
+func unsentBytes(syscall.RawConn) (int, bool) { return 0, false }
 
 // canWritev: no write without blocking on this system; the stream's
 // goroutine writes every event.
