@@ -190,7 +190,7 @@ bench-refresh: ## cached hot Top-100 (16 shards) at its refreshes: p50/p99 of th
 	deploy/bench-refresh.sh
 
 .PHONY: bench-live
-bench-live: ## live boards vs polling in the same run: delivery delay, drops, gateway CPU and memory per client, Redis commands/s: own cluster on BENCH_PORT (7360), KS (1000,3000), DURATION, RATE
+bench-live: ## live boards vs polling in the same run, and a plain Go server pushing and polled the same way (the floor): delivery delay, drops, CPU and memory per client, Redis commands/s: own cluster on BENCH_PORT (7360), KS (1000,3000), DURATION, RATE
 	deploy/bench-live.sh
 
 .PHONY: bench-index

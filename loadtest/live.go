@@ -27,8 +27,11 @@ import (
 // The live scenario (-live K1,K2,…): for each K, phases of K clients
 // following boards (docs/loadtest.md, "Live boards"):
 //
-//	live  K streams GET {board}/live (some with member=, the rest top only)
-//	poll  K clients reading the same answers (top, member, around) every interval
+//	live       K streams GET {board}/live (some with member=, the rest top only)
+//	poll       K clients reading the same answers (top, member, around) every interval
+//	plainlive  K streams of the plain Go server (-live-plain; loadtest/plainhttp)
+//	           at the events per client-second the live phases of that K got
+//	plainpoll  K clients polling the plain Go server as poll does the gateway
 //
 // while events are written open loop at -rate. Delivery delay is measured
 // from a write's acknowledgement to the first standing (event or polled read)
@@ -44,6 +47,7 @@ type liveFlags struct {
 	radius   int
 	settle   time.Duration
 	connect  int
+	plain    string
 }
 
 func bindLiveFlags(fs interface {
@@ -52,8 +56,9 @@ func bindLiveFlags(fs interface {
 	Float64Var(*float64, string, float64, string)
 	IntVar(*int, string, int, string)
 }, l *liveFlags) {
+	fs.StringVar(&l.plain, "live-plain", "", "live scenario: base URL of the plain Go server (loadtest/plainhttp), the yardstick of the plainlive and plainpoll phases")
 	fs.StringVar(&l.ks, "live", "", `live scenario: subscriber counts, e.g. "1000,5000" (each K runs -live-phases; -duration per phase, -rate writes/s)`)
-	fs.StringVar(&l.phases, "live-phases", "writes,live,writes,poll,writes,poll,writes,live,writes", "live scenario: phase order per K (live = streams, poll = the same reads polled every -live-interval, writes = the writes alone: the CPU the others are net of, warm = a poll phase left out of every summary: it makes the gateway load and follow every board the others read, so that no measured phase pays for that)")
+	fs.StringVar(&l.phases, "live-phases", "writes,live,writes,poll,writes,poll,writes,live,writes", "live scenario: phase order per K (live = streams, poll = the same reads polled every -live-interval, writes = the writes alone: the CPU the others are net of, warm = a poll phase left out of every summary: it makes the gateway load and follow every board the others read, so that no measured phase pays for that; plainlive and plainpoll = the same clients on the plain Go server of -live-plain, plainlive after a live phase of the same K, whose events per client-second it takes)")
 	fs.DurationVar(&l.interval, "live-interval", time.Second, "live scenario: the family's live.interval (the poll interval and the delay goal's base)")
 	fs.Float64Var(&l.topOnly, "live-top-only", 0.5, "live scenario: share of clients following the Top only (the others add member= and radius)")
 	fs.IntVar(&l.top, "live-top", 10, "live scenario: Top N of every client")
@@ -71,18 +76,19 @@ type livePhase struct {
 	Refused       int     `json:"refused"`
 	Writes        int64   `json:"writes"`
 	WriteErrors   int64   `json:"write_errors"`
-	WritesBehind  int64   `json:"writes_behind"` // not sent: too many in flight
-	Events        int64   `json:"events"`        // live: snapshots + updates received
-	Overloaded    int64   `json:"overloaded"`    // live: "overloaded" events
-	Closed        int64   `json:"closed"`        // live: streams ended by the gateway during the phase
-	Reads         int64   `json:"reads"`         // poll: requests
-	ReadErrors    int64   `json:"read_errors"`   // poll: failed requests
+	WritesBehind  int64   `json:"writes_behind"`       // not sent: too many in flight
+	Events        int64   `json:"events"`              // live: snapshots + updates received
+	EventRate     float64 `json:"events_per_client_s"` // live: events received while writing, per client and second
+	Overloaded    int64   `json:"overloaded"`          // live: "overloaded" events
+	Closed        int64   `json:"closed"`              // live: streams ended by the gateway during the phase
+	Reads         int64   `json:"reads"`               // poll: requests
+	ReadErrors    int64   `json:"read_errors"`         // poll: failed requests
 	Samples       int     `json:"samples"`
 	Missed        int     `json:"missed"`
 	DelayP50ms    float64 `json:"delay_p50_ms"`
 	DelayP99ms    float64 `json:"delay_p99_ms"`
 	DelayMaxms    float64 `json:"delay_max_ms"`
-	CPUSeconds    float64 `json:"gateway_cpu_seconds"`
+	CPUSeconds    float64 `json:"gateway_cpu_seconds"`         // plainlive, plainpoll: the plain server's
 	CPUPerClient  float64 `json:"gateway_cpu_us_per_client_s"` // µs of gateway CPU per client per second
 	RSSDelta      float64 `json:"rss_delta_bytes"`             // after attaching − before
 	HeapDelta     float64 `json:"heap_inuse_delta_bytes"`      // after attaching − before
@@ -113,7 +119,13 @@ type liveRun struct {
 	stderr io.Writer
 	quiet  bool
 	seed   uint64
+	// rates: per K, the events per client-second of its live phases so
+	// far (what its plainlive phases push).
+	rates map[int][]float64
 }
+
+// isPlain: a phase on the plain Go server.
+func isPlain(kind string) bool { return kind == "plainlive" || kind == "plainpoll" }
 
 // raiseNoFile lifts RLIMIT_NOFILE to its hard limit: K streams need K
 // sockets in this process (and in the gateway).
@@ -139,8 +151,14 @@ func runLive(ctx context.Context, sc *Scenario, c *cli, w *World, cfg *config.Co
 	}
 	var phases []string
 	for p := range strings.SplitSeq(c.live.phases, ",") {
-		if p = strings.TrimSpace(p); p != "live" && p != "poll" && p != "writes" && p != "warm" {
-			return fmt.Errorf("-live-phases: %q is not live, poll, writes or warm", p)
+		switch p = strings.TrimSpace(p); p {
+		case "live", "poll", "writes", "warm":
+		case "plainlive", "plainpoll":
+			if c.live.plain == "" {
+				return fmt.Errorf("-live-phases: %s needs -live-plain (the plain Go server's URL)", p)
+			}
+		default:
+			return fmt.Errorf("-live-phases: %q is not live, poll, writes, warm, plainlive or plainpoll", p)
 		}
 		phases = append(phases, p)
 	}
@@ -149,6 +167,11 @@ func runLive(ctx context.Context, sc *Scenario, c *cli, w *World, cfg *config.Co
 	}
 	if err := gatewayReady(ctx, sc.Gateway); err != nil {
 		return err
+	}
+	if c.live.plain != "" {
+		if err := gatewayReady(ctx, c.live.plain); err != nil {
+			return fmt.Errorf("-live-plain: %w", err)
+		}
 	}
 	from, to, err := raiseNoFile()
 	if err != nil {
@@ -161,7 +184,7 @@ func runLive(ctx context.Context, sc *Scenario, c *cli, w *World, cfg *config.Co
 	if need := uint64(slices.Max(ks)) + 256; to < need {
 		fmt.Fprintf(stdout, "warning: %d clients need about %d file descriptors, the limit is %d\n", slices.Max(ks), need, to)
 	}
-	lr := &liveRun{sc: sc, lf: &c.live, w: w, stderr: stderr, quiet: c.quiet, seed: sc.Seed}
+	lr := &liveRun{sc: sc, lf: &c.live, w: w, stderr: stderr, quiet: c.quiet, seed: sc.Seed, rates: map[int][]float64{}}
 	if cfg != nil && len(cfg.Redis.Addrs) > 0 {
 		lr.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username,
 			Password: os.Getenv(cfg.Redis.PasswordEnv)})
@@ -214,19 +237,23 @@ func (p livePhase) line() string {
 	s := fmt.Sprintf("%d shapes, %d attached (%d refused), %d writes (%d errors, %d behind), delay p50 %.0f ms p99 %.0f ms max %.0f ms (%d samples, %d missed), gateway CPU %.1f µs/client/s, memory %.1f KB/client (RSS; heap %.1f KB), Redis %.0f commands/s",
 		p.Shapes, p.Attached, p.Refused, p.Writes, p.WriteErrors, p.WritesBehind, p.DelayP50ms, p.DelayP99ms, p.DelayMaxms, p.Samples, p.Missed,
 		p.CPUPerClient, p.RSSDelta/float64(p.K)/1024, p.HeapDelta/float64(p.K)/1024, p.RedisCmdsRate)
-	if p.Kind == "live" {
-		s += fmt.Sprintf(", %d events, %d overloaded, %d closed", p.Events, p.Overloaded, p.Closed)
+	if isPlain(p.Kind) {
+		s = strings.Replace(s, "gateway CPU", "plain server CPU", 1)
+	}
+	if p.Kind == "live" || p.Kind == "plainlive" {
+		s += fmt.Sprintf(", %d events (%.2f per client-second), %d overloaded, %d closed", p.Events, p.EventRate, p.Overloaded, p.Closed)
 	} else {
 		s += fmt.Sprintf(", %d reads of %d due (%d errors)", p.Reads, p.ReadsDue, p.ReadErrors)
 	}
 	return s
 }
 
-// metrics reads the gateway's CPU seconds, RSS and heap in use.
-func (lr *liveRun) metrics(ctx context.Context) (cpu, rss, heap float64, err error) {
+// metrics reads the CPU seconds, RSS and heap in use of the server at base
+// (the gateway, or the plain server).
+func (lr *liveRun) metrics(ctx context.Context, base string) (cpu, rss, heap float64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(lr.sc.Gateway, "/")+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/metrics", nil)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -320,7 +347,25 @@ func (lr *liveRun) phase(ctx context.Context, kind string, k int) (livePhase, er
 	board := func(f *follower) client.Board {
 		return client.Board{Family: lr.sc.Family, Period: lr.sc.Period, Dimension: f.dim}
 	}
-	_, rss0, heap0, err := lr.metrics(ctx)
+	// The server measured: the gateway, or the plain one (whose clients
+	// follow no member's standing: no delays).
+	server := lr.sc.Gateway
+	var plainRate float64
+	if isPlain(kind) {
+		server = lr.lf.plain
+		followed = map[string]bool{}
+		if kind == "plainlive" {
+			rs := lr.rates[k]
+			if len(rs) == 0 {
+				return p, errors.New("plainlive needs a live phase of the same K before it (it pushes the events per client-second that got)")
+			}
+			for _, r := range rs {
+				plainRate += r
+			}
+			plainRate = min(plainRate/float64(len(rs))*lr.lf.interval.Seconds(), 1)
+		}
+	}
+	_, rss0, heap0, err := lr.metrics(ctx, server)
 	if err != nil {
 		return p, err
 	}
@@ -352,6 +397,29 @@ func (lr *liveRun) phase(ctx context.Context, kind string, k int) (livePhase, er
 			}()
 		}
 		ready.Wait()
+	case "plainlive":
+		sem := make(chan struct{}, lr.lf.connect)
+		var ready sync.WaitGroup
+		path := "/live?rate=" + strconv.FormatFloat(plainRate, 'f', 4, 64)
+		for range fs {
+			sem <- struct{}{}
+			ready.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lr.subscribePlain(pctx, path, &cn, func() { <-sem; ready.Done() })
+			}()
+		}
+		ready.Wait()
+	case "plainpoll":
+		for _, f := range fs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lr.pollPlain(pctx, tr, f, &cn)
+			}()
+		}
+		cn.attached.Store(int64(k))
 	case "poll", "warm":
 		for _, f := range fs {
 			wg.Add(1)
@@ -365,7 +433,7 @@ func (lr *liveRun) phase(ctx context.Context, kind string, k int) (livePhase, er
 	if !sleepCtx(ctx, lr.lf.settle) {
 		return p, ctx.Err()
 	}
-	cpu0, rss1, heap1, err := lr.metrics(ctx)
+	cpu0, rss1, heap1, err := lr.metrics(ctx, server)
 	if err != nil {
 		return p, err
 	}
@@ -374,15 +442,17 @@ func (lr *liveRun) phase(ctx context.Context, kind string, k int) (livePhase, er
 		return p, err
 	}
 	begin := time.Now()
+	events0 := cn.events.Load()
 	sampled := make(chan [3]float64, 1)
 	sctx, stopSampling := context.WithCancel(ctx)
-	go func() { sampled <- lr.sampleMemory(sctx) }()
+	go func() { sampled <- lr.sampleMemory(sctx, server) }()
 	acks := lr.write(ctx, followed, &cn)
 	elapsed := time.Since(begin)
+	events := cn.events.Load() - events0
 	stopSampling()
 	mem := <-sampled
 	p.RSSMean, p.HeapMean, p.HeapMin = mem[0], mem[1], mem[2]
-	cpu1, _, _, err := lr.metrics(ctx)
+	cpu1, _, _, err := lr.metrics(ctx, server)
 	if err != nil {
 		return p, err
 	}
@@ -411,7 +481,7 @@ func (lr *liveRun) phase(ctx context.Context, kind string, k int) (livePhase, er
 	p.Writes, p.WriteErrors, p.WritesBehind = cn.writes.Load(), cn.writeErrors.Load(), cn.writesBehind.Load()
 	p.Events, p.Overloaded, p.Closed = cn.events.Load(), cn.overloaded.Load(), cn.closed.Load()
 	p.Reads, p.ReadErrors = cn.reads.Load(), cn.rerrs.Load()
-	if kind == "poll" {
+	if kind == "poll" || kind == "plainpoll" {
 		// Top for every client, member and around for the member clients,
 		// once per interval over the phase (settle and drain included).
 		iv := lr.lf.interval.Seconds()
@@ -424,15 +494,19 @@ func (lr *liveRun) phase(ctx context.Context, kind string, k int) (livePhase, er
 	}
 	p.CPUSeconds = cpu1 - cpu0
 	p.CPUPerClient = p.CPUSeconds / p.Seconds / float64(k) * 1e6
+	p.EventRate = float64(events) / p.Seconds / float64(k)
+	if kind == "live" {
+		lr.rates[k] = append(lr.rates[k], p.EventRate)
+	}
 	p.RSSDelta, p.HeapDelta = rss1-rss0, heap1-heap0
 	p.RedisCmds = cmd1 - cmd0
 	p.RedisCmdsRate = float64(p.RedisCmds) / p.Seconds
 	return p, nil
 }
 
-// sampleMemory averages the gateway's RSS and heap in use, read every
-// second until ctx ends.
-func (lr *liveRun) sampleMemory(ctx context.Context) [3]float64 {
+// sampleMemory averages the RSS and heap in use of the server at base, read
+// every second until ctx ends.
+func (lr *liveRun) sampleMemory(ctx context.Context, base string) [3]float64 {
 	var rss, heap, low float64
 	var n int
 	t := time.NewTicker(time.Second)
@@ -445,7 +519,7 @@ func (lr *liveRun) sampleMemory(ctx context.Context) [3]float64 {
 			}
 			return [3]float64{rss / float64(n), heap / float64(n), low}
 		case <-t.C:
-			if _, r, h, err := lr.metrics(ctx); err == nil {
+			if _, r, h, err := lr.metrics(ctx, base); err == nil {
 				rss += r
 				heap += h
 				if n == 0 || h < low {
@@ -556,6 +630,83 @@ func (lr *liveRun) subscribeRaw(ctx context.Context, b client.Board, f *follower
 			cn.overloaded.Add(1)
 		case "reconnect":
 			cn.closed.Add(1)
+		}
+	}
+}
+
+// subscribePlain holds one stream of the plain server (path: /live?rate=)
+// until ctx ends, counting its events; attached is called once the
+// snapshot arrived (or the stream was refused).
+func (lr *liveRun) subscribePlain(ctx context.Context, path string, cn *counters, attached func()) {
+	once := sync.OnceFunc(attached)
+	defer once()
+	s, err := openRawPath(ctx, lr.lf.plain, path)
+	if err != nil {
+		if ctx.Err() == nil {
+			cn.refused.Add(1)
+		}
+		return
+	}
+	defer s.close()
+	stop := context.AfterFunc(ctx, s.close)
+	defer stop()
+	for {
+		typ, _, err := s.next()
+		if err != nil {
+			if ctx.Err() == nil {
+				cn.closed.Add(1)
+			}
+			return
+		}
+		cn.events.Add(1)
+		if typ == "snapshot" {
+			cn.attached.Add(1)
+			once()
+		}
+	}
+}
+
+// pollPlain sends the plain server what poll sends the gateway for f (one
+// GET, three for a member client) every interval, from a random offset.
+func (lr *liveRun) pollPlain(ctx context.Context, tr http.RoundTripper, f *follower, cn *counters) {
+	iv := lr.lf.interval
+	if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(iv)))) {
+		return
+	}
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	u := strings.TrimRight(lr.lf.plain, "/") + "/v1/boards/" + lr.sc.Family + "/" + lr.sc.Period + "/" + f.dim + "/top"
+	get := func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return
+		}
+		resp, err := hc.Do(req)
+		if ctx.Err() != nil {
+			return
+		}
+		cn.reads.Add(1)
+		if err != nil {
+			cn.rerrs.Add(1)
+			return
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			cn.rerrs.Add(1)
+		}
+	}
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		get()
+		if f.member != "" {
+			get()
+			get()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
@@ -771,11 +922,11 @@ func memPerClient(all []livePhase, k int, kind string) (rss, heap float64, ok bo
 // liveSummary renders the phases and, per K, live ÷ poll of the same run.
 func liveSummary(all []livePhase, ks []int, interval time.Duration) string {
 	var b strings.Builder
-	b.WriteString("| K | phase | shapes | delay p50 / p99 / max ms | samples (missed) | drops (overloaded / closed / refused; poll: errors of reads done / due) | gateway CPU µs/client/s | RSS mean / heap in use least MB | Redis commands/s |\n")
+	b.WriteString("| K | phase | shapes | delay p50 / p99 / max ms | samples (missed) | drops (overloaded / closed / refused; poll: errors of reads done / due) | gateway CPU µs/client/s (plain phases: the plain server's) | RSS mean / heap in use least MB | Redis commands/s |\n")
 	b.WriteString("| ---: | --- | ---: | --- | ---: | --- | ---: | --- | ---: |\n")
 	for _, p := range all {
 		drops := fmt.Sprintf("%d / %d / %d", p.Overloaded, p.Closed, p.Refused)
-		if p.Kind == "poll" {
+		if p.Kind == "poll" || p.Kind == "plainpoll" {
 			drops = fmt.Sprintf("%d of %d / %d", p.ReadErrors, p.Reads, p.ReadsDue)
 		}
 		if p.Kind == "writes" {
@@ -786,16 +937,21 @@ func liveSummary(all []livePhase, ks []int, interval time.Duration) string {
 			p.RSSMean/(1<<20), p.HeapMin/(1<<20), p.RedisCmdsRate)
 	}
 	b.WriteString("\n| K | CPU/client live ÷ poll, net of the writes (goal ≤ 0.10) | memory/subscriber live, RSS / least heap, over the lowest writes phase (goal ≤ 20 KB) | delay p99 live / poll (goal ≤ " +
-		(interval + 250*time.Millisecond).String() + ") | live drops | Redis commands/s live / poll |\n")
-	b.WriteString("| ---: | ---: | --- | --- | ---: | --- |\n")
+		(interval + 250*time.Millisecond).String() + ") | live drops | Redis commands/s live / poll | plain Go server: CPU/client live ÷ poll (the machine's floor) |\n")
+	b.WriteString("| ---: | ---: | --- | --- | ---: | --- | ---: |\n")
 	for _, k := range ks {
-		var live, poll []livePhase
+		var live, poll, plainLive, plainPoll []livePhase
 		for _, p := range all {
 			switch {
-			case p.K == k && p.Kind == "live":
+			case p.K != k:
+			case p.Kind == "live":
 				live = append(live, p)
-			case p.K == k && p.Kind == "poll":
+			case p.Kind == "poll":
 				poll = append(poll, p)
+			case p.Kind == "plainlive":
+				plainLive = append(plainLive, p)
+			case p.Kind == "plainpoll":
+				plainPoll = append(plainPoll, p)
 			}
 		}
 		mean := func(ps []livePhase, f func(livePhase) float64) float64 {
@@ -828,8 +984,14 @@ func liveSummary(all []livePhase, ks []int, interval time.Duration) string {
 		}
 		p99 := func(p livePhase) float64 { return p.DelayP99ms }
 		cmds := func(p livePhase) float64 { return p.RedisCmdsRate }
-		fmt.Fprintf(&b, "| %d | %s | %.1f / %.1f KB | %s / %s ms | %d | %s / %s |\n", k, ratio, rss/1024, heap/1024,
-			show(live, p99, "%.0f"), show(poll, p99, "%.0f"), drops, show(live, cmds, "%.0f"), show(poll, cmds, "%.0f"))
+		// The plain server does no writes: its CPU is its own.
+		floor := "-"
+		cpu := func(p livePhase) float64 { return p.CPUPerClient }
+		if pl, pp := mean(plainLive, cpu), mean(plainPoll, cpu); len(plainLive) > 0 && len(plainPoll) > 0 && pp > 0 {
+			floor = fmt.Sprintf("%.3f (%.1f ÷ %.1f µs)", pl/pp, pl, pp)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.1f / %.1f KB | %s / %s ms | %d | %s / %s | %s |\n", k, ratio, rss/1024, heap/1024,
+			show(live, p99, "%.0f"), show(poll, p99, "%.0f"), drops, show(live, cmds, "%.0f"), show(poll, cmds, "%.0f"), floor)
 	}
 	return b.String()
 }

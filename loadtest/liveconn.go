@@ -41,10 +41,6 @@ func (e *liveStatusError) Error() string { return fmt.Sprintf("live stream refus
 // openRawLive opens the live stream of board b on gateway base (http://
 // only), the same request the client library sends.
 func openRawLive(ctx context.Context, base string, b client.Board, o client.LiveOptions) (*rawLive, error) {
-	u, addr, err := plainAddr(base)
-	if err != nil {
-		return nil, err
-	}
 	q := url.Values{}
 	if o.Top > 0 {
 		q.Set("top", strconv.Itoa(o.Top))
@@ -56,6 +52,15 @@ func openRawLive(ctx context.Context, base string, b client.Board, o client.Live
 	path := "/v1/boards/" + url.PathEscape(b.Family) + "/" + url.PathEscape(b.Period) + "/" + url.PathEscape(b.Dimension) + "/live"
 	if len(q) > 0 {
 		path += "?" + q.Encode()
+	}
+	return openRawPath(ctx, base, path)
+}
+
+// openRawPath opens the event stream at path on base (http:// only).
+func openRawPath(ctx context.Context, base, path string) (*rawLive, error) {
+	u, addr, err := plainAddr(base)
+	if err != nil {
+		return nil, err
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)

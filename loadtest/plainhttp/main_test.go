@@ -11,7 +11,7 @@ import (
 func TestHandler(t *testing.T) {
 	t.Parallel()
 	body := []byte(`{"board":"w16/2026-W49/national","source":"cache","entries":[]}` + "\n")
-	h := handler(body)
+	h := handler(body, newPusher(body))
 	for _, tc := range []struct {
 		name, path, want, cacheControl string
 	}{
