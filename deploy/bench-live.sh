@@ -17,7 +17,7 @@
 # of the gateway's work), memory per subscriber and Redis commands/s per phase and per
 # K. The cluster and the servers are stopped at the end.
 #
-#   make bench-live                                 # K = 1000 and 3000, 20 s per phase (≈ 12 min)
+#   make bench-live                                 # K = 1000 and 3000, 20 s per phase (≈ 16 min)
 #   KS=1000 DURATION=10s make bench-live            # quick look
 #   KS=1000,5000 RATE=200 MEMBERS=20000 make bench-live
 #   GATEWAY=/tmp/gw-old KS=1000 make bench-live     # another build of the gateway, same load tool

@@ -385,48 +385,19 @@ func (lr *liveRun) phase(ctx context.Context, kind string, k int) (livePhase, er
 
 	switch kind {
 	case "live":
-		sem := make(chan struct{}, lr.lf.connect)
-		var ready sync.WaitGroup
-		for _, f := range fs {
-			sem <- struct{}{}
-			ready.Add(1)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				lr.subscribe(pctx, cl, board(f), f, &cn, func() { <-sem; ready.Done() })
-			}()
-		}
-		ready.Wait()
+		lr.attach(fs, &wg, func(f *follower, attached func()) { lr.subscribe(pctx, cl, board(f), f, &cn, attached) })
 	case "plainlive":
-		sem := make(chan struct{}, lr.lf.connect)
-		var ready sync.WaitGroup
 		path := "/live?rate=" + strconv.FormatFloat(plainRate, 'f', 4, 64)
-		for range fs {
-			sem <- struct{}{}
-			ready.Add(1)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				lr.subscribePlain(pctx, path, &cn, func() { <-sem; ready.Done() })
-			}()
-		}
-		ready.Wait()
-	case "plainpoll":
+		lr.attach(fs, &wg, func(_ *follower, attached func()) { lr.subscribePlain(pctx, path, &cn, attached) })
+	case "poll", "warm", "plainpoll":
 		for _, f := range fs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				lr.pollPlain(pctx, tr, f, &cn)
-			}()
-		}
-		cn.attached.Store(int64(k))
-	case "poll", "warm":
-		for _, f := range fs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				lr.poll(pctx, cl, board(f), f, &cn)
-			}()
+			wg.Go(func() {
+				if kind == "plainpoll" {
+					lr.pollPlain(pctx, tr, f, &cn)
+				} else {
+					lr.poll(pctx, cl, board(f), f, &cn)
+				}
+			})
 		}
 		cn.attached.Store(int64(k))
 	}
@@ -502,6 +473,20 @@ func (lr *liveRun) phase(ctx context.Context, kind string, k int) (livePhase, er
 	p.RedisCmds = cmd1 - cmd0
 	p.RedisCmdsRate = float64(p.RedisCmds) / p.Seconds
 	return p, nil
+}
+
+// attach runs open for each follower in a goroutine of its own (wg counts
+// them), lr.lf.connect at a time, and returns once every one called its
+// attached (its stream has its snapshot, or was refused).
+func (lr *liveRun) attach(fs []*follower, wg *sync.WaitGroup, open func(f *follower, attached func())) {
+	sem := make(chan struct{}, lr.lf.connect)
+	var ready sync.WaitGroup
+	for _, f := range fs {
+		sem <- struct{}{}
+		ready.Add(1)
+		wg.Go(func() { open(f, func() { <-sem; ready.Done() }) })
+	}
+	ready.Wait()
 }
 
 // sampleMemory averages the RSS and heap in use of the server at base, read
