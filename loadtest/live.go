@@ -579,6 +579,12 @@ func (lr *liveRun) subscribe(ctx context.Context, cl *client.Client, b client.Bo
 // is read, and only the followed member's points are decoded.
 func (lr *liveRun) subscribeRaw(ctx context.Context, b client.Board, f *follower, cn *counters, attached func()) {
 	s, err := openRawLive(ctx, lr.sc.Gateway, b, client.LiveOptions{Top: lr.lf.top, Member: f.member, Radius: lr.lf.radius})
+	readRaw(ctx, s, err, f, cn, attached)
+}
+
+// readRaw reads the events of s until ctx ends or the stream does (err: it
+// could not be opened: refused), counting them for f.
+func readRaw(ctx context.Context, s *rawLive, err error, f *follower, cn *counters, attached func()) {
 	if err != nil {
 		if ctx.Err() == nil {
 			cn.refused.Add(1)
@@ -626,29 +632,7 @@ func (lr *liveRun) subscribePlain(ctx context.Context, path string, cn *counters
 	once := sync.OnceFunc(attached)
 	defer once()
 	s, err := openRawPath(ctx, lr.lf.plain, path)
-	if err != nil {
-		if ctx.Err() == nil {
-			cn.refused.Add(1)
-		}
-		return
-	}
-	defer s.close()
-	stop := context.AfterFunc(ctx, s.close)
-	defer stop()
-	for {
-		typ, _, err := s.next()
-		if err != nil {
-			if ctx.Err() == nil {
-				cn.closed.Add(1)
-			}
-			return
-		}
-		cn.events.Add(1)
-		if typ == "snapshot" {
-			cn.attached.Add(1)
-			once()
-		}
-	}
+	readRaw(ctx, s, err, &follower{}, cn, once) // no member: nothing decoded
 }
 
 // pollPlain sends the plain server what poll sends the gateway for f (one
