@@ -55,7 +55,7 @@ func (p *pusher) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := &plainStream{conn: conn, rate: rate}
-	if err := s.write(append(streamStart, s.header("snapshot")...), p.body); err != nil {
+	if err := s.write(streamStart, s.header("snapshot"), p.body, eventEnd); err != nil {
 		_ = conn.Close()
 		return
 	}
@@ -89,9 +89,9 @@ func (s *plainStream) header(typ string) []byte {
 	return h
 }
 
-// write sends head, data and the event's end in one writev.
-func (s *plainStream) write(head, data []byte) error {
-	b := net.Buffers{head, data, eventEnd}
+// write sends parts in one writev.
+func (s *plainStream) write(parts ...[]byte) error {
+	b := net.Buffers(parts)
 	_, err := b.WriteTo(s.conn)
 	return err
 }
@@ -128,7 +128,7 @@ func (p *pusher) round(draw func() float64) int {
 		wg.Go(func() {
 			for i := part; i < len(picked); i += parts {
 				s := picked[i]
-				if err := s.write(s.header("update"), p.body); err != nil {
+				if err := s.write(s.header("update"), p.body, eventEnd); err != nil {
 					_ = s.conn.Close()
 				}
 			}
