@@ -66,11 +66,12 @@ func TestJWTKeysReloadOnSIGHUP(t *testing.T) {
 	if _, err := v.Verify(token("k1", "S1")); err != nil {
 		t.Fatalf("k1 before the reload: %v", err)
 	}
-	// A SIGHUP with no handler ends the process: hold one for the test's
-	// whole life, before reloadKeys installs its own.
+	// A SIGHUP with no handler ends the process: hold one before
+	// reloadKeys installs its own, and keep it for the test binary's life —
+	// a SIGHUP sent at the end of a wait below may still be on its way to
+	// a thread when the test returns (a full channel drops, never blocks).
 	held := make(chan os.Signal, 16)
 	signal.Notify(held, syscall.SIGHUP)
-	t.Cleanup(func() { signal.Stop(held) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
